@@ -1,0 +1,73 @@
+// Command hotpair runs hotpair's daemons and tools. Each subcommand parses its
+// flags and config, then hands off to a component's Run.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// command is one subcommand. run returns the process exit code: 0 success,
+// 1 failure, 2 bad usage.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, a *app, args []string) int
+}
+
+// commands lists every subcommand, in the order usage prints them.
+var commands = []command{
+	{"zookeeper", "run a local Apache ZooKeeper server on a free loopback port (development)", runZookeeper},
+	{"version", "print the build version", runVersion},
+}
+
+// app carries what every subcommand writes to.
+type app struct {
+	stdout, stderr io.Writer
+	logger         *slog.Logger
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			a := &app{stdout: stdout, stderr: stderr,
+				logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))}
+			return c.run(ctx, a, args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "hotpair: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: hotpair COMMAND [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'hotpair COMMAND -h' for a command's flags.")
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("HOTPAIR_LOG_LEVEL"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

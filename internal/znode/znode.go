@@ -1,0 +1,171 @@
+// Package znode is the ZooKeeper contract of hotpair (DESIGN §5): the path
+// layout under the root and the JSON documents stored there. The monitor
+// writes selections, operators write overrides, the selector and any client in
+// another language read them; all of them go through these types.
+package znode
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+)
+
+// DefaultRoot is the root path of hotpair's znodes.
+const DefaultRoot = "/hotpair"
+
+// Version is the "v" of every document.
+const Version = 1
+
+// Paths is the layout under one root.
+type Paths struct{ Root string }
+
+// NewPaths returns the layout under root ("" means DefaultRoot).
+func NewPaths(root string) Paths {
+	if root == "" {
+		root = DefaultRoot
+	}
+	return Paths{Root: path.Clean("/" + strings.Trim(root, "/"))}
+}
+
+// SelectionDir is the parent of every service's selection.
+func (p Paths) SelectionDir() string { return p.Root + "/selection" }
+
+// Selection is the znode with the active side of one service.
+func (p Paths) Selection(service string) string { return p.SelectionDir() + "/" + service }
+
+// OverrideDir is the parent of every service's override.
+func (p Paths) OverrideDir() string { return p.Root + "/override" }
+
+// Override is the znode with an operator override of one service.
+func (p Paths) Override(service string) string { return p.OverrideDir() + "/" + service }
+
+// LeaderDir holds the ephemeral sequential candidates of the monitor election.
+func (p Paths) LeaderDir() string { return p.Root + "/monitor/leader" }
+
+// Instances is the parent of the ephemeral registrations of one stage on one cluster.
+func (p Paths) Instances(cluster, service string) string {
+	return p.Root + "/instances/" + cluster + "/" + service
+}
+
+// Dark is the dark-canary fork configuration of one source cluster.
+func (p Paths) Dark(sourceCluster string) string { return p.Root + "/dark/" + sourceCluster }
+
+// SideState is one side's view in a Selection: its latest verdict and the
+// hysteresis state the monitor persists with it.
+type SideState struct {
+	Healthy bool `json:"healthy"`
+	// Reasons are every failing rule with its numbers, e.g.
+	// "lag_high: p99 75000 ms > limit 60000 ms". Empty when healthy.
+	Reasons []string `json:"reasons"`
+	// HealthySince is when the side became continuously healthy; nil while
+	// unhealthy. The grace period for a return to the preferred side counts from it.
+	HealthySince *time.Time `json:"healthy_since"`
+	QPS          float64    `json:"qps"`
+	LagP99Ms     int64      `json:"lag_p99_ms"`
+	// Build is the newest build the side's instances of this service report.
+	Build string `json:"build,omitempty"`
+}
+
+// Override is an operator's pin of a service to a side until a time.
+type Override struct {
+	V      int       `json:"v"`
+	Side   string    `json:"side"`
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason"`
+	By     string    `json:"by"`
+}
+
+// ActiveAt reports whether the override is in force at now.
+func (o *Override) ActiveAt(now time.Time) bool { return o != nil && now.Before(o.Until) }
+
+// Selection is the document at /selection/<service>: which side the read side
+// should use for the service, and why.
+type Selection struct {
+	V       int    `json:"v"`
+	Service string `json:"service"`
+	// Active is the side to read from: "primary" or "standby".
+	Active    string `json:"active"`
+	Preferred string `json:"preferred"`
+	// Epoch counts the changes of Active since the service was first decided;
+	// it only grows, so a reader can order two selections.
+	Epoch     int64     `json:"epoch"`
+	DecidedAt time.Time `json:"decided_at"`
+	// Reason says why Active is what it is, in a sentence for people.
+	Reason string `json:"reason"`
+	// Degraded is set when both sides are unhealthy.
+	Degraded bool `json:"degraded"`
+	// LastSwitch is when Active last changed (zero if never).
+	LastSwitch time.Time            `json:"last_switch"`
+	Sides      map[string]SideState `json:"sides"`
+	// Override is the operator override in force when decided, if any.
+	Override *Override `json:"override,omitempty"`
+}
+
+// ErrInvalid is wrapped by every decode error of this package.
+var ErrInvalid = errors.New("znode: invalid document")
+
+func validSide(s string) bool { return s == "primary" || s == "standby" }
+
+func strictUnmarshal(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if d.More() {
+		return fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
+	}
+	return nil
+}
+
+// DecodeSelection parses and validates a selection document. Unknown fields
+// are ignored, so newer monitors can add some.
+func DecodeSelection(b []byte) (Selection, error) {
+	var s Selection
+	if err := strictUnmarshal(b, &s); err != nil {
+		return Selection{}, err
+	}
+	switch {
+	case s.V != Version:
+		return Selection{}, fmt.Errorf("%w: v=%d, want %d", ErrInvalid, s.V, Version)
+	case !validSide(s.Active):
+		return Selection{}, fmt.Errorf("%w: active=%q is not a side", ErrInvalid, s.Active)
+	case s.Preferred != "" && !validSide(s.Preferred):
+		return Selection{}, fmt.Errorf("%w: preferred=%q is not a side", ErrInvalid, s.Preferred)
+	case s.Epoch < 0:
+		return Selection{}, fmt.Errorf("%w: negative epoch", ErrInvalid)
+	case s.Override != nil && !validSide(s.Override.Side):
+		return Selection{}, fmt.Errorf("%w: override.side=%q is not a side", ErrInvalid, s.Override.Side)
+	}
+	for side := range s.Sides {
+		if !validSide(side) {
+			return Selection{}, fmt.Errorf("%w: sides has key %q", ErrInvalid, side)
+		}
+	}
+	return s, nil
+}
+
+// DecodeOverride parses and validates an override document.
+func DecodeOverride(b []byte) (Override, error) {
+	var o Override
+	if err := strictUnmarshal(b, &o); err != nil {
+		return Override{}, err
+	}
+	switch {
+	case o.V != Version:
+		return Override{}, fmt.Errorf("%w: v=%d, want %d", ErrInvalid, o.V, Version)
+	case !validSide(o.Side):
+		return Override{}, fmt.Errorf("%w: side=%q is not a side", ErrInvalid, o.Side)
+	case o.Until.IsZero():
+		return Override{}, fmt.Errorf("%w: until is required", ErrInvalid)
+	case strings.TrimSpace(o.Reason) == "":
+		return Override{}, fmt.Errorf("%w: reason is required", ErrInvalid)
+	}
+	return o, nil
+}
+
+// Encode marshals a document.
+func Encode(v any) ([]byte, error) { return json.Marshal(v) }

@@ -1,0 +1,282 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The wire structs use pointers so that a missing field can be told from a
+// zero value.
+
+type adEventWire struct {
+	V           *int    `json:"v"`
+	ID          *string `json:"id"`
+	Type        *string `json:"type"`
+	Campaign    *string `json:"campaign"`
+	Advertiser  *string `json:"advertiser"`
+	PriceMicros *int64  `json:"price_micros"`
+	TS          *string `json:"ts"`
+}
+
+// DecodeAdEvent decodes and validates an AdEvent. Errors are *DecodeError.
+func DecodeAdEvent(b []byte) (AdEvent, error) {
+	var w adEventWire
+	if err := decodeObject(b, &w); err != nil {
+		return AdEvent{}, err
+	}
+	var f fields
+	f.version(w.V)
+	e := AdEvent{
+		V:           SchemaVersion,
+		ID:          f.id("id", w.ID, false),
+		Type:        f.oneOf("type", w.Type, EventImpression, EventClick),
+		Campaign:    f.id("campaign", w.Campaign, true),
+		Advertiser:  f.id("advertiser", w.Advertiser, false),
+		PriceMicros: f.nonNegative("price_micros", w.PriceMicros),
+		TS:          f.time("ts", w.TS),
+	}
+	return e, f.result()
+}
+
+type spendEventWire struct {
+	V           *int    `json:"v"`
+	ID          *string `json:"id"`
+	Campaign    *string `json:"campaign"`
+	Advertiser  *string `json:"advertiser"`
+	SpendMicros *int64  `json:"spend_micros"`
+	Events      *int64  `json:"events"`
+	WindowStart *string `json:"window_start"`
+	WindowEnd   *string `json:"window_end"`
+	EmittedAt   *string `json:"emitted_at"`
+}
+
+// DecodeSpendEvent decodes and validates a SpendEvent, including that its id
+// is the deterministic id of its campaign and window.
+func DecodeSpendEvent(b []byte) (SpendEvent, error) {
+	var w spendEventWire
+	if err := decodeObject(b, &w); err != nil {
+		return SpendEvent{}, err
+	}
+	var f fields
+	f.version(w.V)
+	e := SpendEvent{
+		V:           SchemaVersion,
+		ID:          f.str("id", w.ID),
+		Campaign:    f.id("campaign", w.Campaign, true),
+		Advertiser:  f.id("advertiser", w.Advertiser, false),
+		SpendMicros: f.nonNegative("spend_micros", w.SpendMicros),
+		Events:      f.nonNegative("events", w.Events),
+		WindowStart: f.time("window_start", w.WindowStart),
+		WindowEnd:   f.time("window_end", w.WindowEnd),
+		EmittedAt:   f.time("emitted_at", w.EmittedAt),
+	}
+	if f.err == nil && !e.WindowEnd.After(e.WindowStart) {
+		f.fail(ReasonInvalidWindow, "window_end", "%s is not after window_start %s",
+			e.WindowEnd.Format(time.RFC3339Nano), e.WindowStart.Format(time.RFC3339Nano))
+	}
+	if f.err == nil && !validSpendID(e.ID, e.Campaign, e.WindowStart) {
+		f.fail(ReasonInvalidSpendID, "id", "%q is neither %q nor %q", e.ID,
+			SpendID(e.Campaign, e.WindowStart), LateSpendID(e.Campaign, e.WindowStart, "<event id>"))
+	}
+	return e, f.result()
+}
+
+func validSpendID(id, campaign string, start time.Time) bool {
+	base := campaign + "/" + strconv.FormatInt(start.UnixMilli(), 10)
+	rest, ok := strings.CutPrefix(id, base)
+	if !ok {
+		return false
+	}
+	if rest == "" {
+		return true
+	}
+	ev, ok := strings.CutPrefix(rest, "/late/")
+	return ok && ev != "" && len(ev) <= 128
+}
+
+type budgetWire struct {
+	V              *int    `json:"v"`
+	Campaign       *string `json:"campaign"`
+	Advertiser     *string `json:"advertiser"`
+	DailyMicros    *int64  `json:"daily_micros"`
+	LifetimeMicros *int64  `json:"lifetime_micros"`
+	Timezone       *string `json:"timezone"`
+}
+
+// DecodeBudget decodes and validates a Budget row, including its time zone.
+func DecodeBudget(b []byte) (Budget, error) {
+	var w budgetWire
+	if err := decodeObject(b, &w); err != nil {
+		return Budget{}, err
+	}
+	var f fields
+	f.version(w.V)
+	e := Budget{
+		V:              SchemaVersion,
+		Campaign:       f.id("campaign", w.Campaign, true),
+		Advertiser:     f.id("advertiser", w.Advertiser, false),
+		DailyMicros:    f.nonNegative("daily_micros", w.DailyMicros),
+		LifetimeMicros: f.nonNegative("lifetime_micros", w.LifetimeMicros),
+		Timezone:       f.str("timezone", w.Timezone),
+	}
+	if f.err == nil {
+		if _, err := LoadZone(e.Timezone); err != nil {
+			f.fail(ReasonInvalidTimezone, "timezone", "%q: %v", e.Timezone, err)
+		}
+	}
+	return e, f.result()
+}
+
+type budgetStatusWire struct {
+	V                   *int    `json:"v"`
+	Campaign            *string `json:"campaign"`
+	Status              *string `json:"status"`
+	Day                 *string `json:"day"`
+	SpentTodayMicros    *int64  `json:"spent_today_micros"`
+	SpentLifetimeMicros *int64  `json:"spent_lifetime_micros"`
+	UpdatedAt           *string `json:"updated_at"`
+}
+
+// DecodeBudgetStatus decodes and validates a BudgetStatus.
+func DecodeBudgetStatus(b []byte) (BudgetStatus, error) {
+	var w budgetStatusWire
+	if err := decodeObject(b, &w); err != nil {
+		return BudgetStatus{}, err
+	}
+	var f fields
+	f.version(w.V)
+	e := BudgetStatus{
+		V:                   SchemaVersion,
+		Campaign:            f.id("campaign", w.Campaign, true),
+		Status:              f.oneOf("status", w.Status, StatusActive, StatusDailyCapped, StatusLifetimeCapped, StatusNoBudget),
+		Day:                 f.str("day", w.Day),
+		SpentTodayMicros:    f.nonNegative("spent_today_micros", w.SpentTodayMicros),
+		SpentLifetimeMicros: f.nonNegative("spent_lifetime_micros", w.SpentLifetimeMicros),
+		UpdatedAt:           f.time("updated_at", w.UpdatedAt),
+	}
+	if f.err == nil {
+		if _, err := time.Parse(time.DateOnly, e.Day); err != nil {
+			f.fail(ReasonInvalidTimestamp, "day", "%q is not a YYYY-MM-DD date", e.Day)
+		}
+	}
+	return e, f.result()
+}
+
+type pacingWire struct {
+	V            *int     `json:"v"`
+	Campaign     *string  `json:"campaign"`
+	Rate         *float64 `json:"rate"`
+	TargetMicros *int64   `json:"target_micros"`
+	ActualMicros *int64   `json:"actual_micros"`
+	UpdatedAt    *string  `json:"updated_at"`
+}
+
+// DecodePacing decodes and validates a Pacing record; rate must be in [0,1].
+func DecodePacing(b []byte) (Pacing, error) {
+	var w pacingWire
+	if err := decodeObject(b, &w); err != nil {
+		return Pacing{}, err
+	}
+	var f fields
+	f.version(w.V)
+	e := Pacing{
+		V:            SchemaVersion,
+		Campaign:     f.id("campaign", w.Campaign, true),
+		Rate:         f.unit("rate", w.Rate, 0, 1),
+		TargetMicros: f.nonNegative("target_micros", w.TargetMicros),
+		ActualMicros: f.nonNegative("actual_micros", w.ActualMicros),
+		UpdatedAt:    f.time("updated_at", w.UpdatedAt),
+	}
+	return e, f.result()
+}
+
+type bidMultiplierWire struct {
+	V          *int     `json:"v"`
+	Campaign   *string  `json:"campaign"`
+	Multiplier *float64 `json:"multiplier"`
+	UpdatedAt  *string  `json:"updated_at"`
+}
+
+// MaxMultiplier bounds what a decoder accepts as a bid multiplier; the
+// bidder's own configured bounds are narrower.
+const MaxMultiplier = 100
+
+// DecodeBidMultiplier decodes and validates a BidMultiplier.
+func DecodeBidMultiplier(b []byte) (BidMultiplier, error) {
+	var w bidMultiplierWire
+	if err := decodeObject(b, &w); err != nil {
+		return BidMultiplier{}, err
+	}
+	var f fields
+	f.version(w.V)
+	e := BidMultiplier{
+		V:          SchemaVersion,
+		Campaign:   f.id("campaign", w.Campaign, true),
+		Multiplier: f.unit("multiplier", w.Multiplier, 0, MaxMultiplier),
+		UpdatedAt:  f.time("updated_at", w.UpdatedAt),
+	}
+	return e, f.result()
+}
+
+type healthSampleWire struct {
+	V               *int          `json:"v"`
+	Service         *string       `json:"service"`
+	Side            *string       `json:"side"`
+	Role            *string       `json:"role"`
+	Instance        *string       `json:"instance"`
+	Build           *string       `json:"build"`
+	Partitions      *[]int32      `json:"partitions"`
+	TopicPartitions *int32        `json:"topic_partitions"`
+	WindowStart     *string       `json:"window_start"`
+	WindowEnd       *string       `json:"window_end"`
+	Events          *int64        `json:"events"`
+	LagMs           *LagHistogram `json:"lag_ms"`
+	LagMsMax        *int64        `json:"lag_ms_max"`
+}
+
+// DecodeHealthSample decodes and validates a HealthSample.
+func DecodeHealthSample(b []byte) (HealthSample, error) {
+	var w healthSampleWire
+	if err := decodeObject(b, &w); err != nil {
+		return HealthSample{}, err
+	}
+	var f fields
+	f.version(w.V)
+	s := HealthSample{
+		V:           SchemaVersion,
+		Service:     f.oneOf("service", w.Service, Stages()...),
+		Side:        f.oneOf("side", w.Side, Sides()...),
+		Role:        f.oneOf("role", w.Role, RoleLive, RoleDark),
+		Instance:    f.id("instance", w.Instance, true),
+		Build:       f.str("build", w.Build),
+		WindowStart: f.time("window_start", w.WindowStart),
+		WindowEnd:   f.time("window_end", w.WindowEnd),
+		Events:      f.nonNegative("events", w.Events),
+		LagMsMax:    f.nonNegative("lag_ms_max", w.LagMsMax),
+	}
+	if f.present("partitions", w.Partitions == nil) {
+		s.Partitions = *w.Partitions
+	}
+	if f.present("topic_partitions", w.TopicPartitions == nil) {
+		s.TopicPartitions = *w.TopicPartitions
+		for _, p := range s.Partitions {
+			if p < 0 || p >= s.TopicPartitions {
+				f.fail(ReasonOutOfRange, "partitions", "partition %d is outside [0, %d)", p, s.TopicPartitions)
+				break
+			}
+		}
+	}
+	if f.present("lag_ms", w.LagMs == nil) {
+		s.LagMs = *w.LagMs
+	}
+	if f.err == nil && !s.WindowEnd.After(s.WindowStart) {
+		f.fail(ReasonInvalidWindow, "window_end", "not after window_start")
+	}
+	return s, f.result()
+}
+
+// Encode marshals a record value. Every record type marshals to the same
+// bytes on every host: struct field order is fixed and times are UTC.
+func Encode(v any) ([]byte, error) { return json.Marshal(v) }
