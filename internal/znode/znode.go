@@ -68,6 +68,9 @@ type SideState struct {
 	LagP99Ms     int64      `json:"lag_p99_ms"`
 	// Build is the newest build the side's instances of this service report.
 	Build string `json:"build,omitempty"`
+	// UnhealthyWindows counts the side's consecutive unhealthy evaluation
+	// windows (for failover_after), so a new leader continues the count.
+	UnhealthyWindows int `json:"unhealthy_windows,omitempty"`
 }
 
 // Override is an operator's pin of a service to a side until a time.
