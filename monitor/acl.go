@@ -1,0 +1,195 @@
+package monitor
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/internal/zkutil"
+)
+
+// ACLPolicy is who may change hotpair's znodes. With both identities empty
+// (auth off) every znode is open. With them set:
+//
+//	<root>                       world: read+create;  monitor, operator: all
+//	<root>/selection[/<service>] world: read;         monitor: all
+//	<root>/monitor[/leader]      world: read;         monitor: all
+//	<root>/override[/<service>]  world: read;         operator: all
+//
+// ZooKeeper authorises a delete by the parent's ACL, so the directories are
+// protected like their children: an unauthenticated client can read every
+// document but can neither change nor delete nor create one.
+type ACLPolicy struct {
+	// Monitor and Operator are ZooKeeper digest ids, "user:base64(sha1(user:password))",
+	// as DigestID computes them.
+	Monitor  string
+	Operator string
+}
+
+// DigestID returns ZooKeeper's digest id of an identity: what an ACL names,
+// without the password.
+func DigestID(c zkutil.Credentials) string {
+	sum := sha1.Sum([]byte(c.User + ":" + c.Password))
+	return c.User + ":" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// ParseDigestID checks a "user:digest" id and returns it.
+func ParseDigestID(s string) (string, error) {
+	user, digest, ok := strings.Cut(s, ":")
+	if !ok || user == "" {
+		return "", errors.New(`want "user:digest", where digest is base64(sha1("user:password"))`)
+	}
+	b, err := base64.StdEncoding.DecodeString(digest)
+	if err != nil || len(b) != sha1.Size {
+		return "", fmt.Errorf(`digest of %q is not base64 of a SHA-1 (28 characters); compute it with: printf '%%s' '%s:PASSWORD' | openssl sha1 -binary | base64`, user, user)
+	}
+	return s, nil
+}
+
+// Enabled reports whether the znodes are protected.
+func (p ACLPolicy) Enabled() bool { return p.Monitor != "" || p.Operator != "" }
+
+func (p ACLPolicy) acl(worldPerms int32, writers ...string) []zk.ACL {
+	if !p.Enabled() {
+		return zkutil.OpenACL()
+	}
+	acl := []zk.ACL{{Perms: worldPerms, Scheme: "world", ID: "anyone"}}
+	for _, w := range writers {
+		if w != "" {
+			acl = append(acl, zk.ACL{Perms: zk.PermAll, Scheme: "digest", ID: w})
+		}
+	}
+	return acl
+}
+
+// Root is the ACL of the root (when the monitor creates it): anyone may add
+// children (pipeline instances register under it) but not delete them.
+func (p ACLPolicy) Root() []zk.ACL {
+	return p.acl(zk.PermRead|zk.PermCreate, p.Monitor, p.Operator)
+}
+
+// Selection is the ACL of the selection znodes, their directory and the
+// leader election directory.
+func (p ACLPolicy) Selection() []zk.ACL { return p.acl(zk.PermRead, p.Monitor) }
+
+// Override is the ACL of the override znodes and their directory.
+func (p ACLPolicy) Override() []zk.ACL { return p.acl(zk.PermRead, p.Operator) }
+
+// OperatorPolicy is the policy an operator tool applies to what it creates:
+// an identity given on the command line protects the override it writes.
+func OperatorPolicy(c *zkutil.Credentials) ACLPolicy {
+	if c == nil {
+		return ACLPolicy{}
+	}
+	return ACLPolicy{Operator: DigestID(*c)}
+}
+
+// ensureLayout creates the monitor's znodes that are missing and, when the
+// policy is enabled, brings the ACLs of existing ones in line with it (an
+// upgrade from auth off to auth on needs no manual step). An existing root is
+// left as the operator set it up. It fails with ErrACL when ZooKeeper does
+// not let it; the message names the znode and the fix.
+func ensureLayout(conn *zk.Conn, paths znode.Paths, p ACLPolicy, services []string) error {
+	steps := []struct {
+		path string
+		acl  []zk.ACL
+		mode nodeMode
+	}{
+		{paths.Root, p.Root(), createOnly},
+		{paths.SelectionDir(), p.Selection(), createOrFix},
+		{path.Dir(paths.LeaderDir()), p.Selection(), createOrFix},
+		{paths.LeaderDir(), p.Selection(), createOrFix},
+		{paths.OverrideDir(), p.Override(), createOrFix},
+	}
+	for _, s := range services {
+		// Selections are created by the first publication, overrides by
+		// operators: fix only the ones that exist.
+		steps = append(steps,
+			struct {
+				path string
+				acl  []zk.ACL
+				mode nodeMode
+			}{paths.Selection(s), p.Selection(), fixOnly},
+			struct {
+				path string
+				acl  []zk.ACL
+				mode nodeMode
+			}{paths.Override(s), p.Override(), fixOnly})
+	}
+	for _, s := range steps {
+		if err := ensureNode(conn, s.path, s.acl, s.mode, p.Enabled()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type nodeMode int
+
+const (
+	createOnly nodeMode = 1 + iota
+	createOrFix
+	fixOnly
+)
+
+// ensureNode creates p (and missing parents) with acl unless mode is
+// fixOnly, and sets the ACL of an existing p when fix is on and it differs.
+func ensureNode(conn *zk.Conn, p string, acl []zk.ACL, mode nodeMode, fix bool) error {
+	if mode != fixOnly {
+		if err := zkutil.EnsurePath(conn, path.Dir(p), acl); err != nil {
+			return aclHint(p, err)
+		}
+		_, err := conn.Create(p, nil, 0, acl)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, zk.ErrNodeExists) {
+			return aclHint(p, zkErr("create", p, err))
+		}
+	}
+	if mode == createOnly || !fix {
+		return nil
+	}
+	have, stat, err := conn.GetACL(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return zkErr("read ACL of", p, err)
+	}
+	if sameACL(have, acl) {
+		return nil
+	}
+	if _, err := conn.SetACL(p, acl, stat.Aversion); err != nil {
+		return aclHint(p, zkErr("set ACL of", p, err))
+	}
+	return nil
+}
+
+func sameACL(a, b []zk.ACL) bool {
+	key := func(x zk.ACL) string { return fmt.Sprintf("%s:%s:%d", x.Scheme, x.ID, x.Perms) }
+	ka, kb := make([]string, len(a)), make([]string, len(b))
+	for i, x := range a {
+		ka[i] = key(x)
+	}
+	for i, x := range b {
+		kb[i] = key(x)
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
+}
+
+func aclHint(p string, err error) error {
+	if errors.Is(err, ErrACL) || errors.Is(err, zk.ErrNoAuth) {
+		return fmt.Errorf("%w: %s: %v (the monitor identity of zk.auth must be allowed to create and administer it: fix its ACL with zkCli setAcl, or delete it so the monitor recreates it)", ErrACL, p, err)
+	}
+	return err
+}

@@ -1,0 +1,123 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/internal/znode"
+)
+
+// testLogger logs to the test output when HOTPAIR_TEST_LOG is set.
+func testLogger(t testing.TB) *slog.Logger {
+	t.Helper()
+	if os.Getenv("HOTPAIR_TEST_LOG") == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name())
+}
+
+// testRoot returns a root path of the test's own on a shared server.
+func testRoot(t testing.TB) znode.Paths {
+	t.Helper()
+	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+	return znode.NewPaths(fmt.Sprintf("/hotpair-test/%s-%08x", name, rand.Uint32()))
+}
+
+// testConn opens a plain session (auth may be nil), closed at cleanup.
+func testConn(t testing.TB, addr string, auth *zkutil.Credentials) *zk.Conn {
+	t.Helper()
+	conn, err := zkutil.Connect(zkutil.Options{Servers: []string{addr}, SessionTimeout: 4 * time.Second, Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	if err := zkutil.WaitConnected(conn, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// testSession opens a monitor session and waits until it is usable.
+func testSession(t testing.TB, addr string, auth *zkutil.Credentials) *session {
+	t.Helper()
+	s, err := dialSession(sessionOptions{servers: []string{addr}, timeout: 4 * time.Second, auth: auth, log: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { s.run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait(); s.close() })
+	waitFor(t, 20*time.Second, "a usable ZooKeeper session", s.usable)
+	return s
+}
+
+// waitFor polls cond (tests only: the code under test never polls).
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// leaderWatch records what an election reports.
+type leaderWatch struct {
+	mu  sync.Mutex
+	cur leadership
+	all []leadership
+}
+
+func (w *leaderWatch) report(l leadership) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cur = l
+	w.all = append(w.all, l)
+}
+
+func (w *leaderWatch) get() leadership {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cur
+}
+
+func startElection(t testing.TB, s *session, paths znode.Paths, id string) (*leaderWatch, context.CancelFunc) {
+	t.Helper()
+	if err := ensureLayout(s.conn, paths, ACLPolicy{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := &leaderWatch{}
+	e := &election{s: s, dir: paths.LeaderDir(), data: []byte(id), acl: zkutil.OpenACL(),
+		log: testLogger(t).With("replica", id), report: w.report, retry: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { e.run(ctx) })
+	stop := func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return w, stop
+}
+
+// partition cuts s off ZooKeeper for d (ZooKeeper itself stays up), then
+// lets it reconnect.
+func partition(t testing.TB, s *session, d time.Duration) {
+	t.Helper()
+	s.dialer.cut()
+	time.Sleep(d)
+	s.dialer.mu.Lock()
+	s.dialer.dead = false
+	s.dialer.mu.Unlock()
+}
