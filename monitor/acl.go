@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // ACLPolicy is who may change hotpair's znodes. With both identities empty
