@@ -1,0 +1,106 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// Evaluate judges one (service, side) over a closed window: every rule is
+// checked, every failing one is kept with its numbers, in order of
+// severity. other is the same service's window on the other side (the input
+// rate is judged against it).
+func Evaluate(r Rules, k Key, self, other WindowStats) Verdict {
+	v := Verdict{Key: k, WindowStart: self.Start, WindowEnd: self.End, Stats: self}
+	checks := []func() (Reason, bool){
+		func() (Reason, bool) { return noHeartbeat(r, self) },
+		func() (Reason, bool) { return partitionsUncovered(r, self) },
+		func() (Reason, bool) { return inputRateLow(r, self, other, pipeline.OtherSide(k.Side)) },
+		func() (Reason, bool) { return lagHigh(r, self) },
+	}
+	for _, check := range checks {
+		if reason, failing := check(); failing {
+			v.Reasons = append(v.Reasons, reason)
+		}
+	}
+	v.Healthy = len(v.Reasons) == 0
+	return v
+}
+
+// noHeartbeat: no sample arrived for HeartbeatMissed × SampleInterval
+// before the window's end.
+func noHeartbeat(r Rules, s WindowStats) (Reason, bool) {
+	limit := r.HeartbeatTimeout()
+	if s.LastSample.IsZero() {
+		return Reason{RuleNoHeartbeat, fmt.Sprintf("no sample received yet (limit %s = %d × %s)",
+			limit, r.HeartbeatMissed, r.SampleInterval)}, true
+	}
+	if silent := s.End.Sub(s.LastSample); silent > limit {
+		return Reason{RuleNoHeartbeat, fmt.Sprintf("last sample %s ago > limit %s (%d × %s)",
+			silent.Round(time.Millisecond), limit, r.HeartbeatMissed, r.SampleInterval)}, true
+	}
+	return Reason{}, false
+}
+
+// partitionsUncovered: the live instances' assigned partitions have left
+// some input partitions out for longer than PartitionGrace. A normal goka
+// rebalance unassigns partitions for 5-16 s and so stays under the grace.
+func partitionsUncovered(r Rules, s WindowStats) (Reason, bool) {
+	if s.UnassignedCount == 0 || s.UnassignedSince.IsZero() {
+		return Reason{}, false
+	}
+	gap := s.End.Sub(s.UnassignedSince)
+	if gap <= r.PartitionGrace {
+		return Reason{}, false
+	}
+	return Reason{RulePartitionsUncovered, fmt.Sprintf("%d of %d partitions unassigned for %s > grace %s (partitions %s)",
+		s.UnassignedCount, s.TopicPartitions, gap.Round(time.Millisecond), r.PartitionGrace,
+		partitionList(s.Unassigned, s.UnassignedCount))}, true
+}
+
+// inputRateLow: the side's QPS is below RateRatio × the other side's QPS,
+// judged only when the other side has at least RateReference QPS. Both
+// sides low together is a change of upstream traffic, not a fault.
+func inputRateLow(r Rules, self, other WindowStats, otherName string) (Reason, bool) {
+	if other.QPS < r.RateReference {
+		return Reason{}, false
+	}
+	if threshold := r.RateRatio * other.QPS; self.QPS < threshold {
+		return Reason{RuleInputRateLow, fmt.Sprintf("qps %s < %g × %s qps %s",
+			formatQPS(self.QPS), r.RateRatio, otherName, formatQPS(other.QPS))}, true
+	}
+	return Reason{}, false
+}
+
+// lagHigh: the merged p99 event lag is above LagLimit.
+func lagHigh(r Rules, s WindowStats) (Reason, bool) {
+	limit := r.LagLimit.Milliseconds()
+	if s.LagP99Ms <= limit {
+		return Reason{}, false
+	}
+	p99 := strconv.FormatInt(s.LagP99Ms, 10)
+	if s.LagP99Ms == math.MaxInt64 {
+		p99 = "above the largest bucket"
+	}
+	return Reason{RuleLagHigh, fmt.Sprintf("p99 %s ms > limit %d ms", p99, limit)}, true
+}
+
+func formatQPS(q float64) string { return strconv.FormatFloat(q, 'f', 2, 64) }
+
+func partitionList(ps []int32, total int) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(p)))
+	}
+	if total > len(ps) {
+		fmt.Fprintf(&b, ",… %d more", total-len(ps))
+	}
+	return b.String()
+}

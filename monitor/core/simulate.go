@@ -1,0 +1,122 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// Record is one sample of a recorded health history with the time the
+// monitor received it (zero: use the sample's window_end).
+type Record struct {
+	Sample     pipeline.HealthSample
+	ReceivedAt time.Time
+}
+
+// At is the time the record counts at: ReceivedAt, or the sample's window_end.
+func (r *Record) At() time.Time {
+	if r.ReceivedAt.IsZero() {
+		return r.Sample.WindowEnd
+	}
+	return r.ReceivedAt
+}
+
+// Switch is one change of the active side a simulation made.
+type Switch struct {
+	Service  string    `json:"service"`
+	At       time.Time `json:"at"`
+	From     string    `json:"from"`
+	To       string    `json:"to"`
+	Kind     Kind      `json:"-"`
+	KindName string    `json:"kind"`
+	Epoch    int64     `json:"epoch"`
+	Reason   string    `json:"reason"`
+}
+
+// SimResult is what a simulation found.
+type SimResult struct {
+	From, To time.Time // first window start, last window end
+	Windows  int
+	Counters Counters
+	// Switches in time order, every service.
+	Switches []Switch
+	// DegradedWindows and StaggerWindows count, per service, the windows
+	// that ended degraded (both sides unhealthy) or with a stagger violation.
+	DegradedWindows map[string]int
+	StaggerWindows  map[string]int
+	// UnhealthyWindows counts, per "service/side", the unhealthy windows.
+	UnhealthyWindows map[string]int
+	// Final is every service's state after the last window.
+	Final map[string]State
+}
+
+// Simulate replays a recorded history through the same Engine the monitor
+// runs: samples are observed in the order of their receive time, and a
+// window closes every cfg.Window from the first sample on, until the last
+// sample's window has closed. No override is applied. The history is not
+// modified.
+func Simulate(cfg Config, history []Record) (SimResult, error) {
+	recs := make([]*Record, 0, len(history))
+	for i := range history {
+		if history[i].Sample.Role == pipeline.RoleLive {
+			recs = append(recs, &history[i])
+		}
+	}
+	if len(recs) == 0 {
+		return SimResult{}, ErrEmptyHistory
+	}
+	slices.SortStableFunc(recs, func(a, b *Record) int { return cmp.Compare(a.At().UnixNano(), b.At().UnixNano()) })
+	start := recs[0].At()
+	e, err := NewEngine(cfg, start)
+	if err != nil {
+		return SimResult{}, err
+	}
+	res := SimResult{From: start, DegradedWindows: map[string]int{}, StaggerWindows: map[string]int{},
+		UnhealthyWindows: map[string]int{}, Final: map[string]State{}}
+	last := recs[len(recs)-1].At()
+	next := 0
+	for tick := start.Add(cfg.Window); ; tick = tick.Add(cfg.Window) {
+		for ; next < len(recs) && recs[next].At().Before(tick); next++ {
+			e.Observe(&recs[next].Sample, recs[next].At())
+		}
+		ev, err := e.Tick(tick, nil)
+		if err != nil {
+			return SimResult{}, err
+		}
+		res.record(ev)
+		if tick.After(last) {
+			break
+		}
+	}
+	res.Counters = e.Counters()
+	for _, svc := range pipeline.Services() {
+		res.Final[svc] = e.State(svc)
+	}
+	return res, nil
+}
+
+func (r *SimResult) record(ev Evaluation) {
+	r.Windows++
+	r.To = ev.WindowEnd
+	for _, v := range ev.Verdicts {
+		if !v.Healthy && pipeline.IsService(v.Service) {
+			r.UnhealthyWindows[v.Key.String()]++
+		}
+	}
+	for _, d := range ev.Decisions {
+		if d.State.Degraded {
+			r.DegradedWindows[d.Service]++
+		}
+		if d.Switched {
+			r.Switches = append(r.Switches, Switch{Service: d.Service, At: ev.WindowEnd, From: d.From,
+				To: d.State.Active, Kind: d.Kind, KindName: d.Kind.String(), Epoch: d.State.Epoch, Reason: d.Reason})
+		}
+	}
+	for _, s := range ev.Stagger {
+		if s.Violated {
+			r.StaggerWindows[s.Service]++
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package core
+
+import (
+	"time"
+
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// State is the decision state of one service: the active side and the
+// hysteresis that decides when it changes. It is a value: Step returns a new
+// one and never changes its argument. It round-trips through
+// znode.Selection, so a new leader continues it.
+type State struct {
+	Service   string
+	Active    string // "" before the first decision
+	Preferred string
+	// Epoch counts the changes of Active; the first decision makes it 1.
+	Epoch      int64
+	DecidedAt  time.Time
+	LastSwitch time.Time // zero if Active never changed
+	Degraded   bool      // both sides unhealthy
+	Reason     string
+	// Override is the operator override in force at DecidedAt, if any.
+	Override *znode.Override
+	// Sides holds the per-side view: [0] primary, [1] standby.
+	Sides [2]SideState
+}
+
+// SideState is one side's latest verdict and its hysteresis counters.
+type SideState struct {
+	Known   bool // a verdict has been seen
+	Healthy bool
+	Reasons []string
+	// HealthySince is the start of the first window of the current healthy
+	// streak; zero while unhealthy.
+	HealthySince time.Time
+	// UnhealthyWindows counts the consecutive unhealthy windows.
+	UnhealthyWindows int
+	QPS              float64
+	LagP99Ms         int64
+	Build            string
+}
+
+func sideIndex(side string) int {
+	if side == pipeline.SideStandby {
+		return 1
+	}
+	return 0
+}
+
+// Side returns the state of side ("primary" or "standby").
+func (s *State) Side(side string) *SideState { return &s.Sides[sideIndex(side)] }
+
+// observe folds the verdicts of a closed window into the side states.
+func (s *State) observe(verdicts map[string]Verdict) {
+	for _, side := range pipeline.Sides() {
+		v, ok := verdicts[side]
+		if !ok {
+			continue
+		}
+		ss := s.Side(side)
+		ss.Known, ss.Healthy = true, v.Healthy
+		ss.Reasons = v.ReasonStrings()
+		ss.QPS, ss.LagP99Ms, ss.Build = v.Stats.QPS, v.Stats.LagP99Ms, v.Stats.NewestBuild().Build
+		if v.Healthy {
+			if ss.HealthySince.IsZero() {
+				ss.HealthySince = v.WindowStart
+			}
+			ss.UnhealthyWindows = 0
+		} else {
+			ss.HealthySince = time.Time{}
+			ss.UnhealthyWindows++
+		}
+	}
+}
+
+// Selection returns the document the leader persists at /selection/<service>.
+func (s State) Selection() znode.Selection {
+	sel := znode.Selection{
+		V: znode.Version, Service: s.Service, Active: s.Active, Preferred: s.Preferred,
+		Epoch: s.Epoch, DecidedAt: s.DecidedAt, Reason: s.Reason, Degraded: s.Degraded,
+		LastSwitch: s.LastSwitch, Sides: map[string]znode.SideState{},
+	}
+	if s.Override != nil {
+		o := *s.Override
+		sel.Override = &o
+	}
+	for _, side := range pipeline.Sides() {
+		ss := s.Side(side)
+		if !ss.Known {
+			continue
+		}
+		zs := znode.SideState{
+			Healthy: ss.Healthy, Reasons: append([]string{}, ss.Reasons...),
+			QPS: ss.QPS, LagP99Ms: ss.LagP99Ms, Build: ss.Build,
+			UnhealthyWindows: ss.UnhealthyWindows,
+		}
+		if !ss.HealthySince.IsZero() {
+			t := ss.HealthySince
+			zs.HealthySince = &t
+		}
+		sel.Sides[side] = zs
+	}
+	return sel
+}
+
+// StateFromSelection restores the state a leader persisted, so that a new
+// leader continues its hysteresis: healthy-since times, unhealthy-window
+// counts, epoch and last switch.
+func StateFromSelection(sel znode.Selection) (State, error) {
+	if !pipeline.IsService(sel.Service) {
+		return State{}, fmtErr(ErrInvalidSelection, "service %q is not a service", sel.Service)
+	}
+	if !pipeline.IsSide(sel.Active) {
+		return State{}, fmtErr(ErrInvalidSelection, "active %q is not a side", sel.Active)
+	}
+	s := State{
+		Service: sel.Service, Active: sel.Active, Preferred: sel.Preferred, Epoch: sel.Epoch,
+		DecidedAt: sel.DecidedAt, LastSwitch: sel.LastSwitch, Degraded: sel.Degraded, Reason: sel.Reason,
+	}
+	if sel.Override != nil {
+		o := *sel.Override
+		s.Override = &o
+	}
+	for side, zs := range sel.Sides {
+		if !pipeline.IsSide(side) {
+			return State{}, fmtErr(ErrInvalidSelection, "sides has key %q", side)
+		}
+		ss := s.Side(side)
+		*ss = SideState{
+			Known: true, Healthy: zs.Healthy, Reasons: append([]string{}, zs.Reasons...),
+			UnhealthyWindows: zs.UnhealthyWindows, QPS: zs.QPS, LagP99Ms: zs.LagP99Ms, Build: zs.Build,
+		}
+		if zs.HealthySince != nil && zs.Healthy {
+			ss.HealthySince = *zs.HealthySince
+		}
+	}
+	return s, nil
+}
