@@ -124,9 +124,9 @@ type series struct {
 
 type instance struct {
 	lastSeen   time.Time
-	live       bool      // its partitions are counted in the coverage
-	starts     []int64   // window starts (unix ns) seen recently, ascending
-	partitions []int32   // as of its latest sample
+	live       bool    // its partitions are counted in the coverage
+	starts     []int64 // window starts (unix ns) seen recently, ascending
+	partitions []int32 // as of its latest sample
 	build      string
 	topicParts int32
 }
