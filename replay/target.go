@@ -1,0 +1,182 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/internal/kafka"
+)
+
+// Target is one place a player writes to: a topic on a cluster.
+type Target struct {
+	Brokers []string
+	Topic   string
+}
+
+// ParseTarget parses "host:port[,host:port]/topic".
+func ParseTarget(s string) (Target, error) {
+	brokers, topic, ok := strings.Cut(s, "/")
+	if !ok || brokers == "" || topic == "" || strings.Contains(topic, "/") {
+		return Target{}, fmt.Errorf("%w: %q: want HOST:PORT[,HOST:PORT]/TOPIC", ErrBadTarget, s)
+	}
+	var t Target
+	for b := range strings.SplitSeq(brokers, ",") {
+		if b = strings.TrimSpace(b); !strings.Contains(b, ":") {
+			return Target{}, fmt.Errorf("%w: %q: broker %q has no port", ErrBadTarget, s, b)
+		}
+		t.Brokers = append(t.Brokers, b)
+	}
+	t.Topic = topic
+	return t, nil
+}
+
+func (t Target) String() string { return strings.Join(t.Brokers, ",") + "/" + t.Topic }
+
+// Partitioning says how a player picks a record's partition in a target.
+type Partitioning int
+
+const (
+	// PartitionByKey puts a keyed record where goka expects its key (the fnv-1a
+	// hash of kafka.GokaPartitioner / kafka.PartitionFor), whatever the target's
+	// partition count; a record without key goes to its recorded partition
+	// modulo the count, so every target gets the same layout. The default.
+	PartitionByKey Partitioning = 1 + iota
+	// PartitionPreserve writes every record to its recorded partition; the
+	// target needs at least as many partitions as the source had.
+	PartitionPreserve
+)
+
+func (p Partitioning) String() string {
+	switch p {
+	case PartitionByKey:
+		return "key"
+	case PartitionPreserve:
+		return "preserve"
+	}
+	return "unset"
+}
+
+// partitioner returns the kgo partitioner for p.
+func (p Partitioning) partitioner() kgo.Partitioner {
+	return kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
+		return func(r *kgo.Record, n int) int {
+			if p == PartitionPreserve {
+				return int(r.Partition)
+			}
+			if r.Key == nil {
+				return int(r.Partition) % n
+			}
+			return int(kafka.PartitionFor(string(r.Key), int32(n)))
+		}
+	})
+}
+
+// sink is one target's producer and its delivery accounting. Produce is
+// called by the player's loop only; the callback runs on the client's goroutines.
+type sink struct {
+	target Target
+	client *kgo.Client
+	start  time.Time
+	m      *playerMetrics
+
+	mu          sync.Mutex
+	acked       int64
+	errors      int64
+	firstErrors []string
+	ackSeconds  []int64 // acknowledged records per second since start
+	waited      time.Duration
+	waits       int64
+}
+
+func newSink(ctx context.Context, t Target, o *PlayerOptions, sourcePartitions int32, m *playerMetrics) (*sink, error) {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(t.Brokers...),
+		kgo.RecordPartitioner(o.Partitioning.partitioner()),
+		kgo.MaxBufferedRecords(o.MaxInFlight),
+		kgo.ProducerLinger(time.Millisecond),
+		kgo.UnknownTopicRetries(3),
+	}, o.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("replay: target %s: %w", t, err)
+	}
+	n, err := kafka.TopicPartitions(ctx, cl, t.Topic)
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("%w: target %s: %v", ErrNoTopic, t, err)
+	}
+	if o.Partitioning == PartitionPreserve && sourcePartitions > n {
+		cl.Close()
+		return nil, fmt.Errorf("replay: target %s has %d partitions, the recording came from %d: --partitioning preserve needs at least as many",
+			t, n, sourcePartitions)
+	}
+	return &sink{target: t, client: cl, m: m}, nil
+}
+
+// produce hands r to the client; it blocks while the client's buffer is full
+// (the target is behind) and returns how long it blocked.
+func (s *sink) produce(ctx context.Context, r *kgo.Record) time.Duration {
+	t0 := time.Now()
+	s.client.Produce(ctx, r, s.delivered)
+	waited := time.Since(t0)
+	if waited > time.Millisecond {
+		s.mu.Lock()
+		s.waited += waited
+		s.waits++
+		s.mu.Unlock()
+		s.m.backpressure.WithLabelValues(s.target.String()).Add(waited.Seconds())
+	}
+	return waited
+}
+
+const maxKeptErrors = 5
+
+func (s *sink) delivered(r *kgo.Record, err error) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.errors++
+		if len(s.firstErrors) < maxKeptErrors {
+			s.firstErrors = append(s.firstErrors, errorText(err))
+		}
+		s.m.errors.WithLabelValues(s.target.String()).Inc()
+		return
+	}
+	s.acked++
+	if !s.start.IsZero() {
+		sec := int(now.Sub(s.start) / time.Second)
+		for len(s.ackSeconds) <= sec {
+			s.ackSeconds = append(s.ackSeconds, 0)
+		}
+		s.ackSeconds[sec]++
+	}
+	s.m.sent.WithLabelValues(s.target.String()).Inc()
+}
+
+func errorText(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message + ": " + ke.Description
+	}
+	return err.Error()
+}
+
+// setStart sets the origin of the per-second accounting.
+func (s *sink) setStart(t time.Time) {
+	s.mu.Lock()
+	s.start = t
+	s.mu.Unlock()
+}
+
+// flush waits until every record handed over was acknowledged or failed.
+func (s *sink) flush(ctx context.Context) error { return s.client.Flush(ctx) }
+
+func (s *sink) close() { s.client.Close() }
