@@ -106,6 +106,10 @@ type Selection struct {
 	Sides      map[string]SideState `json:"sides"`
 	// Override is the operator override in force when decided, if any.
 	Override *Override `json:"override,omitempty"`
+	// StaggerViolation is set, with the builds and their ages, while both
+	// sides run a build newer than the stagger period: the two sides must
+	// never take a new build at the same time. Empty otherwise.
+	StaggerViolation string `json:"stagger_violation,omitempty"`
 }
 
 // ErrInvalid is wrapped by every decode error of this package.
