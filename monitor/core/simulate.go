@@ -55,7 +55,8 @@ type SimResult struct {
 // Simulate replays a recorded history through the same Engine the monitor
 // runs: samples are observed in the order of their receive time, and a
 // window closes every cfg.Window from the first sample on, until the last
-// sample's window has closed. No override is applied. The history is not
+// sample's window has closed. A window (start, end] holds the samples
+// received after its start up to and including its end. No override is applied. The history is not
 // modified.
 func Simulate(cfg Config, history []Record) (SimResult, error) {
 	recs := make([]*Record, 0, len(history))
@@ -78,7 +79,7 @@ func Simulate(cfg Config, history []Record) (SimResult, error) {
 	last := recs[len(recs)-1].At()
 	next := 0
 	for tick := start.Add(cfg.Window); ; tick = tick.Add(cfg.Window) {
-		for ; next < len(recs) && recs[next].At().Before(tick); next++ {
+		for ; next < len(recs) && !recs[next].At().After(tick); next++ {
 			e.Observe(&recs[next].Sample, recs[next].At())
 		}
 		ev, err := e.Tick(tick, nil)
