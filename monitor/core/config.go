@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -159,7 +160,11 @@ func ParseConfig(b []byte) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		hint := ""
+		if strings.Contains(err.Error(), "time.Duration") {
+			hint = " (write durations with a unit, e.g. 2m or 45s)"
+		}
+		return Config{}, fmt.Errorf("%w: %v%s", ErrInvalidConfig, err, hint)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err

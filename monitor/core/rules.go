@@ -82,11 +82,11 @@ func lagHigh(r Rules, s WindowStats) (Reason, bool) {
 	if s.LagP99Ms <= limit {
 		return Reason{}, false
 	}
-	p99 := strconv.FormatInt(s.LagP99Ms, 10)
+	p99 := strconv.FormatInt(s.LagP99Ms, 10) + " ms"
 	if s.LagP99Ms == math.MaxInt64 {
-		p99 = "above the largest bucket"
+		p99 = fmt.Sprintf("above %d ms", pipeline.LagBounds[len(pipeline.LagBounds)-1])
 	}
-	return Reason{RuleLagHigh, fmt.Sprintf("p99 %s ms > limit %d ms", p99, limit)}, true
+	return Reason{RuleLagHigh, fmt.Sprintf("p99 %s > limit %d ms", p99, limit)}, true
 }
 
 func formatQPS(q float64) string { return strconv.FormatFloat(q, 'f', 2, 64) }
