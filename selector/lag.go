@@ -1,0 +1,207 @@
+package selector
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// ViewLag is how far one view (one side, one topic) is behind its topic.
+type ViewLag struct {
+	Side    string `json:"side"`
+	Service string `json:"service"`
+	Topic   string `json:"topic"`
+	// Partitions is the topic's partition count as last measured.
+	Partitions int `json:"partitions"`
+	// RecordsBehind is the number of records between what the view has
+	// applied and the end offsets last measured (EndOffsetsAt).
+	RecordsBehind int64 `json:"records_behind"`
+	// CaughtUp: nothing behind as of EndOffsetsAt.
+	CaughtUp bool `json:"caught_up"`
+	// CaughtUpOnce: every partition has reached its end at least once since
+	// the views started; until then the view may still be recovering.
+	CaughtUpOnce bool `json:"caught_up_once"`
+	// CaughtUpAt is when the view was last seen caught up (zero: never).
+	CaughtUpAt time.Time `json:"caught_up_at"`
+	// Records is how many records the view applied since it started.
+	Records int64 `json:"records"`
+	// LastRecordTime is the timestamp of the newest record applied.
+	LastRecordTime time.Time `json:"last_record_time"`
+	// EndOffsetsAt is when the topic's end offsets were last measured;
+	// it falls behind while the cluster is unreachable.
+	EndOffsetsAt time.Time `json:"end_offsets_at"`
+	// Error is the last error reaching the cluster or the topic, if the last
+	// measurement failed.
+	Error string `json:"error,omitempty"`
+}
+
+// lagTracker follows one side's consumed and end offsets. The consumer and
+// the measuring goroutine write it; reports read it.
+type lagTracker struct {
+	mu         sync.Mutex
+	started    time.Time
+	topics     [NumServices + 1]*topicLag
+	measuredAt time.Time // last successful measurement of end offsets
+	err        string    // error of the last failed request, cleared by a success
+}
+
+type topicLag struct {
+	name       string
+	parts      map[int32]*partLag
+	err        string // the topic's error at the last measurement
+	records    int64
+	lastRecord time.Time
+	caughtOnce bool
+	caughtAt   time.Time
+}
+
+type partLag struct {
+	next, start, end int64
+	reached          bool // next has reached an end offset at least once
+}
+
+func newLagTracker(topics [NumServices + 1]string, now time.Time) *lagTracker {
+	l := &lagTracker{started: now}
+	for _, svc := range Services() {
+		l.topics[svc] = &topicLag{name: topics[svc], parts: map[int32]*partLag{}}
+	}
+	return l
+}
+
+func (t *topicLag) part(p int32) *partLag {
+	pl := t.parts[p]
+	if pl == nil {
+		pl = &partLag{}
+		t.parts[p] = pl
+	}
+	return pl
+}
+
+// consumed records that partition p of svc's topic was applied up to next,
+// with the high watermark the fetch reported.
+func (l *lagTracker) consumed(svc Service, p int32, next, hwm int64, n int, last time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.topics[svc]
+	pl := t.part(p)
+	pl.next, pl.end = next, max(pl.end, hwm)
+	pl.reached = pl.reached || pl.next >= pl.end
+	t.records += int64(n)
+	if last.After(t.lastRecord) {
+		t.lastRecord = last
+	}
+	t.check(time.Now())
+}
+
+// measured records a measurement of the start and end offsets.
+func (l *lagTracker) measured(serviceOf func(string) Service, starts, ends kadm.ListedOffsets, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.measuredAt, l.err = now, ""
+	for _, svc := range Services() {
+		l.topics[svc].err = ""
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		t := l.topics[serviceOf(o.Topic)]
+		if t == nil {
+			return
+		}
+		if o.Err != nil {
+			t.err = o.Err.Error()
+			return
+		}
+		pl := t.part(o.Partition)
+		pl.end = o.Offset
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Err == nil {
+			pl.start = s.Offset
+		}
+		pl.reached = pl.reached || max(pl.next, pl.start) >= pl.end
+	})
+	for _, svc := range Services() {
+		l.topics[svc].check(now)
+	}
+}
+
+// failed records a failed request to the cluster.
+func (l *lagTracker) failed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.err = err.Error()
+}
+
+func (t *topicLag) behind() int64 {
+	var n int64
+	for _, pl := range t.parts {
+		n += max(pl.end-max(pl.next, pl.start), 0)
+	}
+	return n
+}
+
+// check updates the caught-up state after a change.
+func (t *topicLag) check(now time.Time) {
+	if len(t.parts) == 0 || t.err != "" {
+		return
+	}
+	all := true
+	for _, pl := range t.parts {
+		all = all && pl.reached
+	}
+	t.caughtOnce = t.caughtOnce || all
+	if t.behind() == 0 {
+		t.caughtAt = now
+	}
+}
+
+// report returns the lag of each topic of the side.
+func (l *lagTracker) report(side Side, now time.Time) []ViewLag {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]ViewLag, 0, NumServices)
+	for _, svc := range Services() {
+		t := l.topics[svc]
+		vl := ViewLag{
+			Side: side.String(), Service: svc.String(), Topic: t.name,
+			Partitions: len(t.parts), RecordsBehind: t.behind(),
+			CaughtUpOnce: t.caughtOnce, CaughtUpAt: t.caughtAt,
+			Records: t.records, LastRecordTime: t.lastRecord, EndOffsetsAt: l.measuredAt,
+			Error: l.err,
+		}
+		if vl.Error == "" {
+			vl.Error = t.err
+		}
+		vl.CaughtUp = len(t.parts) > 0 && vl.RecordsBehind == 0 && vl.Error == ""
+		out = append(out, vl)
+	}
+	return out
+}
+
+// measuredAge is how long ago end offsets were last measured (since the
+// start when never).
+func (l *lagTracker) measuredAge(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.measuredAt.IsZero() {
+		return now.Sub(l.started)
+	}
+	return now.Sub(l.measuredAt)
+}
+
+// publish sets the side's lag gauges.
+func (l *lagTracker) publish(side Side, m *viewsMetrics, now time.Time) {
+	for _, vl := range l.report(side, now) {
+		m.behind.WithLabelValues(vl.Side, vl.Topic).Set(float64(vl.RecordsBehind))
+		m.caughtUp.WithLabelValues(vl.Side, vl.Topic).Set(b2f(vl.CaughtUp))
+		m.caughtUpOnce.WithLabelValues(vl.Side, vl.Topic).Set(b2f(vl.CaughtUpOnce))
+		if !vl.LastRecordTime.IsZero() {
+			m.lastRecord.WithLabelValues(vl.Side, vl.Topic).Set(float64(vl.LastRecordTime.UnixNano()) / 1e9)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,197 @@
+package selector
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// metrics are the Selector's metrics.
+type metrics struct {
+	connected   prometheus.Gauge
+	expirations prometheus.Counter
+	isDefault   *prometheus.GaugeVec
+	active      *prometheus.GaugeVec
+	epoch       *prometheus.GaugeVec
+	switches    *prometheus.CounterVec
+	rejected    *prometheus.CounterVec
+	readErrors  *prometheus.CounterVec
+}
+
+// newMetrics registers the Selector's metrics; age(svc) is evaluated at
+// every scrape.
+func newMetrics(reg prometheus.Registerer, services []Service, age func(Service) float64) *metrics {
+	f := promauto.With(reg)
+	m := &metrics{
+		connected: f.NewGauge(prometheus.GaugeOpts{
+			Name: "hotpair_selector_zk_connected",
+			Help: "1 while the selector has a ZooKeeper session, else 0.",
+		}),
+		expirations: f.NewCounter(prometheus.CounterOpts{
+			Name: "hotpair_selector_zk_session_expirations_total",
+			Help: "ZooKeeper sessions of the selector that expired (watches were set again on the new session).",
+		}),
+		isDefault: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_selector_default",
+			Help: "1 while the service answers the configured default side because no selection was read from ZooKeeper yet.",
+		}, []string{"service"}),
+		active: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_selector_active",
+			Help: "1 for the side the selector answers for the service, 0 for the other.",
+		}, []string{"service", "side"}),
+		epoch: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_selector_epoch",
+			Help: "Epoch of the selection in the snapshot (-1 while default).",
+		}, []string{"service"}),
+		switches: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_selector_switches_total",
+			Help: "Changes of the active side the selector applied.",
+		}, []string{"service"}),
+		rejected: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_selector_znode_rejected_total",
+			Help: "Selection znode contents ignored (the snapshot kept its side): reason malformed or deleted.",
+		}, []string{"service", "reason"}),
+		readErrors: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_selector_zk_read_errors_total",
+			Help: "Failed reads of a selection znode while the session was up (retried with backoff).",
+		}, []string{"service"}),
+	}
+	for _, svc := range services {
+		name := svc.String()
+		f.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "hotpair_selector_snapshot_age_seconds",
+			Help:        "Seconds since the service's snapshot was last known to match ZooKeeper: 0 while connected with a watch on a valid selection; grows while disconnected, before the first read, and while the znode is malformed or missing.",
+			ConstLabels: prometheus.Labels{"service": name},
+		}, func() float64 { return age(svc) })
+		m.rejected.WithLabelValues(name, "malformed")
+		m.rejected.WithLabelValues(name, "deleted")
+		m.readErrors.WithLabelValues(name)
+		m.switches.WithLabelValues(name)
+	}
+	return m
+}
+
+// setSide updates the per-service gauges for a snapshot entry.
+func (m *metrics) setSide(svc Service, side Side, epoch int64, isDefault bool) {
+	name := svc.String()
+	for _, s := range []Side{Primary, Standby} {
+		v := 0.0
+		if s == side {
+			v = 1
+		}
+		m.active.WithLabelValues(name, s.String()).Set(v)
+	}
+	m.epoch.WithLabelValues(name).Set(float64(epoch))
+	d := 0.0
+	if isDefault {
+		d = 1
+	}
+	m.isDefault.WithLabelValues(name).Set(d)
+}
+
+// viewsMetrics are the metrics of Views.
+type viewsMetrics struct {
+	fallbacks    [NumServices + 1][3]prometheus.Counter // [service][wanted side]
+	misses       [NumServices + 1]prometheus.Counter
+	records      [3][NumServices + 1]prometheus.Counter // [side][service]
+	fetchErrors  [3]prometheus.Counter
+	badRecords   *prometheus.CounterVec
+	behind       *prometheus.GaugeVec
+	caughtUp     *prometheus.GaugeVec
+	caughtUpOnce *prometheus.GaugeVec
+	lastRecord   *prometheus.GaugeVec
+}
+
+func newViewsMetrics(reg prometheus.Registerer, v *Views) *viewsMetrics {
+	f := promauto.With(reg)
+	fallbacks := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotpair_view_fallbacks_total",
+		Help: "Values answered from the other side because the wanted side (label side) had no value for the campaign yet.",
+	}, []string{"service", "side"})
+	misses := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotpair_view_misses_total",
+		Help: "Lookups of a campaign that neither side has a value for.",
+	}, []string{"service"})
+	records := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotpair_view_records_total",
+		Help: "Records consumed into the views, bad ones and tombstones included.",
+	}, []string{"side", "topic"})
+	fetchErrors := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotpair_view_fetch_errors_total",
+		Help: "Errors fetching from the side's cluster (the consumer retries on its own).",
+	}, []string{"side"})
+	m := &viewsMetrics{
+		badRecords: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_view_bad_records_total",
+			Help: "Records skipped because they do not decode (the view keeps the previous value).",
+		}, []string{"side", "topic", "reason"}),
+		behind: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_view_records_behind",
+			Help: "Records between what the view applied and the topic's end offsets as last measured.",
+		}, []string{"side", "topic"}),
+		caughtUp: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_view_caught_up",
+			Help: "1 when the view has nothing behind as of the last measurement.",
+		}, []string{"side", "topic"}),
+		caughtUpOnce: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_view_caught_up_once",
+			Help: "1 once every partition of the view has reached its end since the start (recovery finished).",
+		}, []string{"side", "topic"}),
+		lastRecord: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_view_last_record_timestamp_seconds",
+			Help: "Timestamp of the newest record the view applied.",
+		}, []string{"side", "topic"}),
+	}
+	for _, side := range []Side{Primary, Standby} {
+		m.fetchErrors[side] = fetchErrors.WithLabelValues(side.String())
+		f.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "hotpair_view_end_offsets_age_seconds",
+			Help:        "Seconds since the side's end offsets were last measured; grows while its cluster is unreachable.",
+			ConstLabels: prometheus.Labels{"side": side.String()},
+		}, func() float64 { return v.sides[side].lag.measuredAge(time.Now()).Seconds() })
+	}
+	for _, svc := range Services() {
+		m.misses[svc] = misses.WithLabelValues(svc.String())
+		for _, side := range []Side{Primary, Standby} {
+			m.fallbacks[svc][side] = fallbacks.WithLabelValues(svc.String(), side.String())
+			m.records[side][svc] = records.WithLabelValues(side.String(), pipeline.TopicsWithPrefix(v.cfg.prefix).Output(svc.String()))
+		}
+	}
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "hotpair_view_campaigns",
+		Help: "Campaign ids the views hold values for, on either side.",
+	}, func() float64 { return float64(v.keys.len()) })
+	return m
+}
+
+// retrieverMetrics are the metrics of a Retriever.
+type retrieverMetrics struct {
+	requests   prometheus.Counter
+	tagInvalid [2]prometheus.Counter // [0] missing, [1] malformed
+	serve      prometheus.Counter
+	capped     prometheus.Counter
+}
+
+func newRetrieverMetrics(reg prometheus.Registerer) *retrieverMetrics {
+	f := promauto.With(reg)
+	tags := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotpair_retriever_tag_fallbacks_total",
+		Help: "Requests answered from the retriever's own snapshot because their tag was missing or malformed (reason).",
+	}, []string{"reason"})
+	cands := f.NewCounterVec(prometheus.CounterOpts{
+		Name: "hotpair_retriever_candidates_total",
+		Help: "Candidate campaigns retrieved, by outcome: serve or capped (filtered out).",
+	}, []string{"outcome"})
+	return &retrieverMetrics{
+		requests: f.NewCounter(prometheus.CounterOpts{
+			Name: "hotpair_retriever_requests_total",
+			Help: "Retrieval requests answered.",
+		}),
+		tagInvalid: [2]prometheus.Counter{tags.WithLabelValues("missing"), tags.WithLabelValues("malformed")},
+		serve:      cands.WithLabelValues("serve"),
+		capped:     cands.WithLabelValues("capped"),
+	}
+}

@@ -1,0 +1,168 @@
+package selector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// sideView consumes one cluster's output tables into one table.
+type sideView struct {
+	side        Side
+	brokers     []string
+	kopts       []kgo.Opt
+	topics      [NumServices + 1]string // output topic per service
+	keys        *keyIndex
+	tab         table
+	lag         *lagTracker
+	m           *viewsMetrics
+	log         *slog.Logger
+	lagInterval time.Duration
+}
+
+// run consumes until ctx is done. Only building the client can fail.
+func (sv *sideView) run(ctx context.Context) error {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(sv.brokers...),
+		kgo.ClientID("hotpair-views-" + sv.side.String()),
+		kgo.ConsumeTopics(sv.topics[Budget], sv.topics[Pacer], sv.topics[Bidder]),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MetadataMinAge(time.Second),
+	}, sv.kopts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("selector: views of %s: %w", sv.side, err)
+	}
+	defer cl.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { sv.measureLoop(ctx, kadm.NewClient(cl)) })
+	sv.log.Info("views: consuming", "brokers", sv.brokers, "topics", sv.topics[1:])
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			sv.m.fetchErrors[sv.side].Inc()
+			sv.lag.failed(err)
+			sv.log.Debug("views: fetch error", "topic", topic, "partition", p, "err", err)
+		})
+		fs.EachPartition(sv.applyPartition)
+	}
+}
+
+func (sv *sideView) serviceOf(topic string) Service {
+	for _, svc := range Services() {
+		if sv.topics[svc] == topic {
+			return svc
+		}
+	}
+	return 0
+}
+
+// applyPartition applies one partition's fetched records, in order.
+func (sv *sideView) applyPartition(p kgo.FetchTopicPartition) {
+	svc := sv.serviceOf(p.Topic)
+	if svc == 0 || len(p.Records) == 0 {
+		return
+	}
+	for _, r := range p.Records {
+		if reason := sv.apply(svc, r.Key, r.Value); reason != "" {
+			sv.m.badRecords.WithLabelValues(sv.side.String(), p.Topic, string(reason)).Inc()
+			sv.log.Debug("views: bad record skipped", "topic", p.Topic, "partition", p.Partition, "offset", r.Offset, "reason", reason)
+		}
+	}
+	last := p.Records[len(p.Records)-1]
+	sv.m.records[sv.side][svc].Add(float64(len(p.Records)))
+	sv.lag.consumed(svc, p.Partition, last.Offset+1, p.HighWatermark, len(p.Records), last.Timestamp)
+}
+
+// apply stores one record of svc's table: the latest value of a campaign,
+// or, for an empty value (a tombstone), no value. A bad record changes
+// nothing and returns its reason.
+func (sv *sideView) apply(svc Service, key, value []byte) pipeline.Reason {
+	if len(value) == 0 {
+		if i, ok := sv.keys.lookup(string(key)); ok {
+			sv.tab.update(i, func(e *entry) { e.has &^= ServiceSet(0).Add(svc) })
+		}
+		return ""
+	}
+	var (
+		campaign string
+		set      func(*entry)
+	)
+	switch svc {
+	case Budget:
+		s, err := pipeline.DecodeBudgetStatus(value)
+		if err != nil {
+			return pipeline.ReasonOf(err)
+		}
+		day, _ := time.Parse(time.DateOnly, s.Day) // the decoder validated it
+		campaign, set = s.Campaign, func(e *entry) {
+			e.status, e.day, e.statusAt = budgetStateOf(s.Status), dayNumber(day), s.UpdatedAt.UnixNano()
+		}
+	case Pacer:
+		p, err := pipeline.DecodePacing(value)
+		if err != nil {
+			return pipeline.ReasonOf(err)
+		}
+		campaign, set = p.Campaign, func(e *entry) { e.rate, e.pacingAt = p.Rate, p.UpdatedAt.UnixNano() }
+	case Bidder:
+		b, err := pipeline.DecodeBidMultiplier(value)
+		if err != nil {
+			return pipeline.ReasonOf(err)
+		}
+		campaign, set = b.Campaign, func(e *entry) { e.multiplier, e.multAt = b.Multiplier, b.UpdatedAt.UnixNano() }
+	}
+	if campaign != string(key) {
+		return pipeline.ReasonKeyMismatch
+	}
+	sv.tab.update(sv.keys.intern(key), func(e *entry) { set(e); e.has = e.has.Add(svc) })
+	return ""
+}
+
+// measureLoop measures the end offsets of the side's topics every
+// lagInterval, for the lag report.
+func (sv *sideView) measureLoop(ctx context.Context, adm *kadm.Client) {
+	t := time.NewTicker(sv.lagInterval)
+	defer t.Stop()
+	for {
+		sv.measure(ctx, adm)
+		sv.lag.publish(sv.side, sv.m, time.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (sv *sideView) measure(ctx context.Context, adm *kadm.Client) {
+	ctx, cancel := context.WithTimeout(ctx, max(sv.lagInterval, 2*time.Second))
+	defer cancel()
+	topics := []string{sv.topics[Budget], sv.topics[Pacer], sv.topics[Bidder]}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	var ends kadm.ListedOffsets
+	if err == nil {
+		ends, err = adm.ListEndOffsets(ctx, topics...)
+	}
+	if err != nil {
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			sv.lag.failed(err)
+			sv.log.Debug("views: measuring end offsets failed", "err", err)
+		}
+		return
+	}
+	// Per-partition errors (e.g. a topic that does not exist yet) are
+	// reported per topic by the tracker.
+	sv.lag.measured(sv.serviceOf, starts, ends, time.Now())
+}

@@ -1,0 +1,278 @@
+package selector
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// BudgetState is a campaign's budget status as the budget enforcer reports
+// it. The zero value is unknown (no status on either side).
+type BudgetState uint8
+
+// Budget states.
+const (
+	StateActive BudgetState = 1 + iota
+	StateDailyCapped
+	StateLifetimeCapped
+	StateNoBudget
+)
+
+// String returns the status as in BudgetStatus.Status, or "unknown".
+func (s BudgetState) String() string {
+	switch s {
+	case StateActive:
+		return pipeline.StatusActive
+	case StateDailyCapped:
+		return pipeline.StatusDailyCapped
+	case StateLifetimeCapped:
+		return pipeline.StatusLifetimeCapped
+	case StateNoBudget:
+		return pipeline.StatusNoBudget
+	}
+	return "unknown"
+}
+
+// Capped reports whether a campaign in this state must not serve.
+func (s BudgetState) Capped() bool { return s == StateDailyCapped || s == StateLifetimeCapped }
+
+func budgetStateOf(status string) BudgetState {
+	switch status {
+	case pipeline.StatusActive:
+		return StateActive
+	case pipeline.StatusDailyCapped:
+		return StateDailyCapped
+	case pipeline.StatusLifetimeCapped:
+		return StateLifetimeCapped
+	case pipeline.StatusNoBudget:
+		return StateNoBudget
+	}
+	return 0
+}
+
+// Answer is one value of one service for one campaign.
+type Answer struct {
+	Service Service
+	// Wanted is the side asked for; From is the side that answered (unset
+	// when Found is false). They differ when the wanted side had no value
+	// for the campaign yet: see Fallback.
+	Wanted, From Side
+	Found        bool
+
+	Status     BudgetState // budget: the campaign's status
+	Day        time.Time   // budget: the day of the status (UTC midnight of the campaign's local date)
+	Rate       float64     // pacer: the pacing rate in [0,1]
+	Multiplier float64     // bidder: the bid multiplier
+	UpdatedAt  time.Time   // when the service computed the value
+}
+
+// Fallback reports whether the value came from the other side because the
+// wanted side had none (its view still recovering, or the key not seen yet).
+func (a Answer) Fallback() bool { return a.Found && a.From != a.Wanted }
+
+// Views are materialised views of the output tables (budget-status, pacing,
+// bid-multipliers) of both clusters. Each side has its own franz-go consumer
+// reading every partition directly (no consumer group) from the start, and
+// its own table, so a dead cluster never blocks the other side.
+type Views struct {
+	cfg     viewsCfg
+	keys    *keyIndex
+	sides   [3]*sideView // indexed by Side
+	m       *viewsMetrics
+	running atomic.Bool
+}
+
+// NewViews returns views of the clusters named with WithCluster (both sides
+// are required). Nothing connects before Run.
+func NewViews(opts ...ViewsOption) (*Views, error) {
+	c := defaultViewsCfg()
+	for _, o := range opts {
+		o.applyViews(&c)
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	v := &Views{cfg: c, keys: newKeyIndex()}
+	v.m = newViewsMetrics(c.reg, v)
+	topics := pipeline.TopicsWithPrefix(c.prefix)
+	for _, side := range []Side{Primary, Standby} {
+		sv := &sideView{
+			side: side, brokers: c.brokers[side], kopts: c.kafkaOpts[side],
+			keys: v.keys, m: v.m, lagInterval: c.lagInterval,
+			log: c.logger.With("component", "views", "side", side.String()),
+		}
+		for _, svc := range Services() {
+			sv.topics[svc] = topics.Output(svc.String())
+		}
+		sv.lag = newLagTracker(sv.topics, time.Now())
+		v.sides[side] = sv
+	}
+	return v, nil
+}
+
+// Run consumes both clusters until ctx is done. A cluster that is down is
+// retried by its own consumer; it never delays the other side. Run returns
+// nil after ctx is done, ErrAlreadyRunning, or an error building a client.
+func (v *Views) Run(ctx context.Context) error {
+	if !v.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for _, side := range []Side{Primary, Standby} {
+		wg.Go(func() {
+			if errs[side] = v.sides[side].run(ctx); errs[side] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get returns svc's value for campaign from side; when side has no value
+// for it, the other side's value, with Fallback set. It does not allocate.
+func (v *Views) Get(svc Service, campaign string, side Side) Answer {
+	a := Answer{Service: svc, Wanted: side}
+	if !svc.Valid() || !side.Valid() {
+		return a
+	}
+	i, ok := v.keys.lookup(campaign)
+	if !ok {
+		v.m.misses[svc].Inc()
+		return a
+	}
+	e, from, ok := v.pick(svc, side, i)
+	if ok {
+		a.fill(e, from)
+	}
+	return a
+}
+
+// pick returns svc's entry of campaign i from side, or from the other side
+// when side has none; it counts fallbacks and misses.
+func (v *Views) pick(svc Service, side Side, i uint32) (entry, Side, bool) {
+	if e, ok := v.sides[side].tab.get(i); ok && e.has.Has(svc) {
+		return e, side, true
+	}
+	if e, ok := v.sides[side.Other()].tab.get(i); ok && e.has.Has(svc) {
+		v.m.fallbacks[svc][side].Inc()
+		return e, side.Other(), true
+	}
+	v.m.misses[svc].Inc()
+	return entry{}, 0, false
+}
+
+func (a *Answer) fill(e entry, from Side) {
+	a.From, a.Found = from, true
+	switch a.Service {
+	case Budget:
+		a.Status, a.Day, a.UpdatedAt = e.status, dayTime(e.day), time.Unix(0, e.statusAt)
+	case Pacer:
+		a.Rate, a.UpdatedAt = e.rate, time.Unix(0, e.pacingAt)
+	case Bidder:
+		a.Multiplier, a.UpdatedAt = e.multiplier, time.Unix(0, e.multAt)
+	}
+}
+
+// Lag reports how far behind each view is, per side and topic.
+func (v *Views) Lag() []ViewLag {
+	now := time.Now()
+	var out []ViewLag
+	for _, side := range []Side{Primary, Standby} {
+		out = append(out, v.sides[side].lag.report(side, now)...)
+	}
+	return out
+}
+
+// CaughtUp reports whether every view of side has reached the end of its
+// topic at least once since Run started.
+func (v *Views) CaughtUp(side Side) bool {
+	if !side.Valid() {
+		return false
+	}
+	for _, l := range v.sides[side].lag.report(side, time.Now()) {
+		if !l.CaughtUpOnce {
+			return false
+		}
+	}
+	return true
+}
+
+// Campaigns returns how many campaign ids the views hold values for (on
+// either side).
+func (v *Views) Campaigns() int { return v.keys.len() }
+
+// ViewsOption configures Views (NewViews).
+type ViewsOption interface{ applyViews(*viewsCfg) }
+
+type viewsOpt func(*viewsCfg)
+
+func (o viewsOpt) applyViews(c *viewsCfg) { o(c) }
+
+type viewsCfg struct {
+	common
+	brokers     [3][]string  // indexed by Side
+	kafkaOpts   [3][]kgo.Opt // indexed by Side
+	prefix      string
+	lagInterval time.Duration
+}
+
+func defaultViewsCfg() viewsCfg {
+	return viewsCfg{common: defaultCommon(), lagInterval: 5 * time.Second}
+}
+
+// WithCluster sets the seed brokers of side's Kafka cluster. Required for
+// both sides.
+func WithCluster(side Side, brokers ...string) ViewsOption {
+	return viewsOpt(func(c *viewsCfg) {
+		if side.Valid() {
+			c.brokers[side] = append([]string(nil), brokers...)
+		}
+	})
+}
+
+// WithKafkaOptions adds franz-go client options (TLS, SASL, timeouts) for
+// side's cluster. Default none.
+func WithKafkaOptions(side Side, opts ...kgo.Opt) ViewsOption {
+	return viewsOpt(func(c *viewsCfg) {
+		if side.Valid() {
+			c.kafkaOpts[side] = append(c.kafkaOpts[side], opts...)
+		}
+	})
+}
+
+// WithTopicPrefix sets the prefix of the topic names (pipeline.TopicsWithPrefix).
+// Default "".
+func WithTopicPrefix(p string) ViewsOption { return viewsOpt(func(c *viewsCfg) { c.prefix = p }) }
+
+// WithLagInterval sets how often each side's end offsets are measured for
+// the lag report. Default 5s.
+func WithLagInterval(d time.Duration) ViewsOption {
+	return viewsOpt(func(c *viewsCfg) { c.lagInterval = d })
+}
+
+func (c *viewsCfg) validate() error {
+	for _, side := range []Side{Primary, Standby} {
+		if len(c.brokers[side]) == 0 {
+			return fmt.Errorf("%w: NewViews needs WithCluster(%s, brokers...): views always read both clusters", ErrInvalidOption, side)
+		}
+	}
+	if c.lagInterval < 10*time.Millisecond {
+		return fmt.Errorf("%w: WithLagInterval(%s) is below 10ms", ErrInvalidOption, c.lagInterval)
+	}
+	return nil
+}
