@@ -27,7 +27,7 @@ type ServerOptions struct {
 	OnListening func(net.Addr)
 
 	// Injected dependencies.
-	Selector *Selector          // required
+	Selector *Selector           // required
 	Gatherer prometheus.Gatherer // served on /metrics; nil: no /metrics
 	Logger   *slog.Logger
 }
