@@ -120,6 +120,10 @@ func PartitionFor(key string, n int32) int32 {
 	return p
 }
 
+// ErrPartitionMismatch is returned by EnsureTopics when a topic exists with
+// another partition count than asked for.
+var ErrPartitionMismatch = errors.New("kafka: partition count mismatch")
+
 // TopicSpec is one topic to create.
 type TopicSpec struct {
 	Name      string
@@ -164,7 +168,7 @@ func checkPartitions(ctx context.Context, adm *kadm.Client, topic string, want i
 	}
 	got := int32(len(td[topic].Partitions))
 	if got != want {
-		return fmt.Errorf("topic exists with %d partitions, want %d (all pipeline topics must be co-partitioned)", got, want)
+		return fmt.Errorf("%w: topic exists with %d partitions, want %d (all pipeline topics must be co-partitioned)", ErrPartitionMismatch, got, want)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -50,6 +51,62 @@ func ReadAll(t testing.TB, brokers []string, topic string, want int, timeout tim
 			break
 		}
 		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+	return out
+}
+
+// Latest reads topic from the start to its current end offsets and returns
+// the last value of every key (a table's current contents). A key whose
+// last record is a tombstone is absent.
+func Latest(t testing.TB, brokers []string, topic string) map[string][]byte {
+	t.Helper()
+	out := make(map[string][]byte)
+	for _, r := range UpToEnd(t, brokers, topic) {
+		if r.Value == nil {
+			delete(out, string(r.Key))
+			continue
+		}
+		out[string(r.Key)] = r.Value
+	}
+	return out
+}
+
+// UpToEnd returns every record of topic from the start up to its end
+// offsets as of the call, in partition order.
+func UpToEnd(t testing.TB, brokers []string, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admCl := Client(t, brokers)
+	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	want := make(map[int32]kgo.Offset)
+	remaining := 0
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			want[o.Partition] = kgo.NewOffset().AtStart()
+			remaining++
+		}
+	})
+	if remaining == 0 {
+		return nil
+	}
+	cl := Client(t, brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: want}))
+	var out []*kgo.Record
+	done := make(map[int32]bool)
+	for len(done) < remaining {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s to its end: %v", topic, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, r)
+			if end, _ := ends.Lookup(topic, r.Partition); r.Offset+1 >= end.Offset {
+				done[r.Partition] = true
+			}
+		})
 	}
 	return out
 }

@@ -1,0 +1,18 @@
+package pipeline
+
+import "github.com/hotpair/hotpair/statestore"
+
+// budgetStatus is the budget rule: lifetime cap first (it never resets), then
+// the daily cap; a limit of 0 means no limit; a campaign without a budget row
+// is reported as such and never capped.
+func budgetStatus(l *statestore.Ledger, b *statestore.BudgetRow) string {
+	switch {
+	case b == nil:
+		return StatusNoBudget
+	case b.LifetimeMicros > 0 && l.SpentLifetime >= b.LifetimeMicros:
+		return StatusLifetimeCapped
+	case b.DailyMicros > 0 && l.SpentToday >= b.DailyMicros:
+		return StatusDailyCapped
+	}
+	return StatusActive
+}

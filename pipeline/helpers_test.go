@@ -1,0 +1,169 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/statestore"
+)
+
+// testLogger logs to stderr when HOTPAIR_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("HOTPAIR_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// testOptions are pipeline options with short windows for tests.
+func testOptions(brokers []string, side string) Options {
+	return Options{
+		Brokers: brokers, Side: side, Instance: "test-" + side,
+		Partitions: 4, Replication: 1, CreateTopics: true,
+		Storage: statestore.Config{Backend: statestore.BackendMemory},
+		Window:  time.Second, Lateness: 2 * time.Second,
+		SampleInterval: time.Second, WakeInterval: 50 * time.Millisecond,
+		Logger: testLogger(),
+	}
+}
+
+// startPipeline runs a pipeline until the test ends (or stop is called).
+func startPipeline(t *testing.T, o Options) (p *Pipeline, stop func()) {
+	t.Helper()
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var stopped bool
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("pipeline %s: %v", o.Side, err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("pipeline %s did not stop within 60s", o.Side)
+		}
+	}
+	t.Cleanup(stop)
+	return p, stop
+}
+
+// workload is a set of campaigns with budgets and the ad events sent to them.
+type workload struct {
+	budgets []Budget
+	events  []AdEvent
+	truth   map[string]int64 // campaign -> total price of its events
+}
+
+func newWorkload(campaigns, events int, seed uint64) *workload {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	zones := []string{"UTC", "America/New_York", "Asia/Kolkata", "Europe/Berlin"}
+	w := &workload{truth: make(map[string]int64)}
+	for i := range campaigns {
+		c := fmt.Sprintf("camp-%03d", i)
+		if i == campaigns-1 {
+			continue // the last campaign has no budget row
+		}
+		daily := int64(1_000_000_000)
+		if i%5 == 0 {
+			daily = 2_000_000 // these cap within the test
+		}
+		w.budgets = append(w.budgets, Budget{V: 1, Campaign: c, Advertiser: fmt.Sprintf("adv-%d", i%3),
+			DailyMicros: daily, LifetimeMicros: 10 * daily, Timezone: zones[i%len(zones)]})
+	}
+	now := time.Now()
+	for i := range events {
+		n := rng.IntN(campaigns)
+		c := fmt.Sprintf("camp-%03d", n)
+		ev := AdEvent{V: 1, ID: fmt.Sprintf("ev-%d-%d", seed, i), Type: EventImpression, Campaign: c,
+			Advertiser: fmt.Sprintf("adv-%d", n%3), PriceMicros: int64(1000 + rng.IntN(5000)),
+			TS: now.Add(-time.Duration(rng.IntN(300)) * time.Millisecond).UTC()}
+		if i%10 == 0 {
+			ev.Type = EventClick
+		}
+		w.events = append(w.events, ev)
+		w.truth[c] += ev.PriceMicros
+	}
+	return w
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ingest writes the budgets, then the events, to every cluster of in.
+func (w *workload) writeBudgets(t *testing.T, in *Ingester) {
+	for _, b := range w.budgets {
+		in.Write("budgets", []byte(b.Campaign), mustJSON(t, b), nil, time.Now())
+	}
+}
+
+func (w *workload) writeEvents(t *testing.T, in *Ingester) {
+	for _, e := range w.events {
+		in.Write("ad-events", []byte(e.Campaign), mustJSON(t, e), nil, time.Now())
+	}
+}
+
+// eventually polls cond every 200ms until it returns "" or timeout passes,
+// then fails with the last message.
+func eventually(t *testing.T, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		msg := cond()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// statuses returns the current budget status of every campaign of a cluster.
+func statuses(t *testing.T, brokers []string) map[string]BudgetStatus {
+	t.Helper()
+	out := make(map[string]BudgetStatus)
+	for k, v := range kafkatest.Latest(t, brokers, "budget-status") {
+		s, err := DecodeBudgetStatus(v)
+		if err != nil {
+			t.Fatalf("budget-status %s: %v", k, err)
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// spentMatches reports "" when every campaign's lifetime spend on brokers
+// equals truth, else what differs.
+func spentMatches(t *testing.T, brokers []string, truth map[string]int64) string {
+	st := statuses(t, brokers)
+	for c, want := range truth {
+		if got := st[c].SpentLifetimeMicros; got != want {
+			return fmt.Sprintf("campaign %s: spent_lifetime %d, want %d (%d campaigns reported)", c, got, want, len(st))
+		}
+	}
+	return ""
+}

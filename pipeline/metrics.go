@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// metrics of one Pipeline. Labels: service (the stage), side, role, reason.
+type metrics struct {
+	events       *prometheus.CounterVec
+	lag          *prometheus.HistogramVec
+	deadLetters  *prometheus.CounterVec
+	duplicates   *prometheus.CounterVec
+	lateEvents   *prometheus.CounterVec
+	outputs      *prometheus.CounterVec
+	restarts     *prometheus.CounterVec
+	paused       *prometheus.GaugeVec
+	partitions   *prometheus.GaugeVec
+	samples      *prometheus.CounterVec
+	sampleErrors *prometheus.CounterVec
+	wakeups      *prometheus.CounterVec
+	pendingWakes *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
+	stage := []string{"service", "side", "role"}
+	return &metrics{
+		events: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_stage_events_total",
+			Help: "Input records received by a stage (ad events for the aggregator, spend events for the services), good or bad.",
+		}, stage),
+		lag: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hotpair_stage_event_lag_seconds",
+			Help:    "Event lag where a stage receives a record: receive time minus the AdEvent's ts (aggregator) or the SpendEvent's emitted_at (services).",
+			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+		}, stage),
+		deadLetters: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_dead_letters_total",
+			Help: "Bad records sent to the dead-letter topic, by reason.",
+		}, append(stage, "reason")),
+		duplicates: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_duplicates_total",
+			Help: "Records already applied (a SpendEvent id seen before, an ad event redelivered) that changed nothing.",
+		}, stage),
+		lateEvents: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_late_events_total",
+			Help: "Ad events that arrived after their window was emitted; each is emitted as its own late SpendEvent.",
+		}, stage),
+		outputs: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_stage_outputs_total",
+			Help: "Records a stage emitted to its output topic.",
+		}, stage),
+		restarts: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_stage_restarts_total",
+			Help: "Times a stage's goka processor failed and was rebuilt by its supervisor.",
+		}, stage),
+		paused: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_stage_paused",
+			Help: "1 while a stage is paused (stops consuming) by an operator.",
+		}, stage),
+		partitions: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_stage_partitions",
+			Help: "Input partitions assigned to this instance of a stage.",
+		}, stage),
+		samples: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_health_samples_total",
+			Help: "Health samples written to the health topic.",
+		}, stage),
+		sampleErrors: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_health_sample_errors_total",
+			Help: "Health samples that could not be written.",
+		}, stage),
+		wakeups: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_stage_wakeups_total",
+			Help: "Timer wake-ups sent to a stage's loop topic (windows closing, campaign midnights).",
+		}, stage),
+		pendingWakes: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_stage_pending_wakeups",
+			Help: "Keys of this instance with a pending timer wake-up.",
+		}, stage),
+	}
+}

@@ -1,0 +1,288 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/internal/buildinfo"
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/statestore"
+)
+
+// Options configure one side's pipeline.
+type Options struct {
+	// Brokers of the side's Kafka cluster. Required.
+	Brokers []string
+	// Side is "primary" or "standby". Required.
+	Side string
+	// Role is "live" (default) or "dark".
+	Role string
+	// Instance names this process in health samples; default host-pid.
+	Instance string
+	// Build is the version reported in health samples; default the binary's.
+	Build string
+	// Stages to run; default all four.
+	Stages []string
+
+	// TopicPrefix is prepended to every topic and consumer group name.
+	TopicPrefix string
+	// Partitions of the topics created when missing (default 8). Every
+	// pipeline topic must have the same count: goka co-partitions them.
+	Partitions int32
+	// Replication of the topics created when missing (default 1).
+	Replication int16
+	// CreateTopics creates missing topics at start.
+	CreateTopics bool
+
+	// Storage chooses the goka storage backend.
+	Storage statestore.Config
+
+	// Window is the aggregation window (default 10s); Lateness how long
+	// after its end a window waits for late events (default 5s); MaxFuture
+	// how far ahead of the clock an event's ts may be (default 1h).
+	Window, Lateness, MaxFuture time.Duration
+	// SampleInterval is how often every stage writes a HealthSample (default 10s).
+	SampleInterval time.Duration
+	// WakeInterval is how often due timer wake-ups are sent (default 250ms).
+	WakeInterval time.Duration
+
+	Pacer  PacerConfig
+	Bidder BidderConfig
+
+	// Injected dependencies.
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+func (o *Options) applyDefaults() {
+	if o.Role == "" {
+		o.Role = RoleLive
+	}
+	if o.Instance == "" {
+		h, _ := os.Hostname()
+		o.Instance = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	if o.Build == "" {
+		o.Build = buildinfo.String()
+	}
+	if len(o.Stages) == 0 {
+		o.Stages = Stages()
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 8
+	}
+	if o.Replication == 0 {
+		o.Replication = 1
+	}
+	if o.Storage.Backend == "" {
+		o.Storage.Backend = statestore.BackendLevelDB
+	}
+	setDefault(&o.Window, 10*time.Second)
+	setDefault(&o.Lateness, 5*time.Second)
+	setDefault(&o.MaxFuture, time.Hour)
+	setDefault(&o.SampleInterval, 10*time.Second)
+	setDefault(&o.WakeInterval, 250*time.Millisecond)
+	if o.Pacer == (PacerConfig{}) {
+		o.Pacer = DefaultPacerConfig()
+	}
+	if o.Bidder == (BidderConfig{}) {
+		o.Bidder = DefaultBidderConfig()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d == 0 {
+		*d = v
+	}
+}
+
+func (o *Options) validate() error {
+	switch {
+	case len(o.Brokers) == 0:
+		return fmt.Errorf("%w: Options.Brokers is required", ErrInvalidOptions)
+	case !IsSide(o.Side):
+		return fmt.Errorf("%w: Options.Side must be primary or standby, got %q", ErrInvalidOptions, o.Side)
+	case o.Role != RoleLive && o.Role != RoleDark:
+		return fmt.Errorf("%w: Options.Role must be live or dark, got %q", ErrInvalidOptions, o.Role)
+	case o.Window < time.Millisecond || o.Lateness < 0:
+		return fmt.Errorf("%w: Options.Window must be positive and Options.Lateness not negative", ErrInvalidOptions)
+	}
+	for _, s := range o.Stages {
+		if !IsStage(s) {
+			return fmt.Errorf("%w: Options.Stages: %q is not a stage (%v)", ErrInvalidOptions, s, Stages())
+		}
+	}
+	for _, err := range []error{o.Storage.Validate(), o.Pacer.Validate(), o.Bidder.Validate()} {
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+		}
+	}
+	return nil
+}
+
+// Pipeline runs the stages of one side against one Kafka cluster.
+type Pipeline struct {
+	opts     Options
+	topics   Topics
+	log      *slog.Logger
+	metrics  *metrics
+	builders kafka.Builders
+	stages   []*stage
+	client   *kgo.Client // health samples and wake-ups
+
+	mu      sync.Mutex
+	running bool
+}
+
+// New validates the options and builds the stages' group graphs.
+func New(opts Options) (*Pipeline, error) {
+	opts.applyDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	p := &Pipeline{
+		opts:    opts,
+		topics:  TopicsWithPrefix(opts.TopicPrefix),
+		log:     opts.Logger.With("side", opts.Side, "role", opts.Role),
+		metrics: newMetrics(opts.Registerer),
+		builders: kafka.Builders{
+			ClientID:    "hotpair-" + opts.Side + "-" + opts.Instance,
+			Replication: int(opts.Replication),
+			Partitions:  int(opts.Partitions),
+		},
+	}
+	for _, name := range Stages() { // topological order, whatever the config's order
+		if !slices.Contains(opts.Stages, name) {
+			continue
+		}
+		if name == StageAggregator {
+			p.stages = append(p.stages, newAggregator(p))
+		} else {
+			p.stages = append(p.stages, newService(p, name))
+		}
+	}
+	return p, nil
+}
+
+// Topics returns the topic names the pipeline uses.
+func (p *Pipeline) Topics() Topics { return p.topics }
+
+// Run creates missing topics (when configured) and runs every stage until
+// ctx ends. Stages start in topological order and stop in reverse.
+func (p *Pipeline) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.running {
+		p.mu.Unlock()
+		return ErrRunning
+	}
+	p.running = true
+	p.mu.Unlock()
+
+	if p.opts.CreateTopics {
+		if err := p.ensureTopics(ctx); err != nil {
+			return err
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.opts.Brokers...), kafka.GokaPartitioner(),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(20_000))
+	if err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	p.client = cl
+	defer cl.Close()
+
+	cancels := make([]context.CancelFunc, len(p.stages))
+	dones := make([]chan struct{}, len(p.stages))
+	for i, st := range p.stages {
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		cancels[i], dones[i] = cancel, make(chan struct{})
+		go func() { defer close(dones[i]); st.run(sctx) }()
+		p.log.Info("stage started", "service", st.name)
+	}
+	<-ctx.Done()
+	for i := len(p.stages) - 1; i >= 0; i-- {
+		cancels[i]()
+		<-dones[i]
+		p.log.Info("stage stopped", "service", p.stages[i].name)
+	}
+	return nil
+}
+
+// ensureTopics creates the pipeline's topics, retrying while the cluster is
+// unreachable: a side may start before its cluster does.
+func (p *Pipeline) ensureTopics(ctx context.Context) error {
+	var specs []kafka.TopicSpec
+	for _, t := range p.topics.All() {
+		specs = append(specs, kafka.TopicSpec{Name: t, Compacted: p.topics.Compacted(t)})
+	}
+	for _, st := range p.stages {
+		specs = append(specs, kafka.TopicSpec{Name: st.tableTopic(), Compacted: true}, kafka.TopicSpec{Name: st.loopTopic()})
+	}
+	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+		err := kafka.EnsureTopics(ctx, p.opts.Brokers, p.opts.Partitions, p.opts.Replication, specs...)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if errors.Is(err, kafka.ErrPartitionMismatch) {
+			return fmt.Errorf("pipeline: %w", err)
+		}
+		p.log.Warn("creating topics; retrying", "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (p *Pipeline) stage(name string) (*stage, error) {
+	for _, st := range p.stages {
+		if st.name == name {
+			return st, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrNoSuchStage, name)
+}
+
+// Pause makes a stage stop consuming (paused=true) or resume. A paused stage
+// keeps its partitions and keeps writing health samples, with no events: what
+// a stuck streams application looks like. Operators use it for maintenance;
+// the sandbox uses it to inject stalls.
+func (p *Pipeline) Pause(stage string, paused bool) error {
+	st, err := p.stage(stage)
+	if err != nil {
+		return err
+	}
+	st.gate.set(paused)
+	st.m.paused.Set(map[bool]float64{false: 0, true: 1}[paused])
+	p.log.Warn("stage pause changed", "service", stage, "paused", paused)
+	return nil
+}
+
+// RestartStage stops a stage's processor without a clean hand-over and lets
+// its supervisor rebuild it, recovering state from its store and changelog.
+func (p *Pipeline) RestartStage(stage string) error {
+	st, err := p.stage(stage)
+	if err != nil {
+		return err
+	}
+	if !st.restart() {
+		return fmt.Errorf("%w: %q", ErrNotRunning, stage)
+	}
+	return nil
+}

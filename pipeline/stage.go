@@ -1,0 +1,281 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/statestore"
+)
+
+// stage is one stage of one side: its goka group graph, the supervisor that
+// rebuilds its processor after failures, its timer wake-ups, its health
+// sampler and its pause gate.
+type stage struct {
+	p     *Pipeline
+	name  string
+	group goka.Group
+	graph *goka.GroupGraph
+	wake  *statestore.Wakeups
+	m     stageMetrics
+
+	sampler sampler
+	gate    gate
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // of the running processor; nil between runs
+	proc   *goka.Processor
+	kicked bool // the running processor was stopped by Restart, not by a failure
+}
+
+// stageMetrics are the pipeline metrics with this stage's labels.
+type stageMetrics struct {
+	events, duplicates, late, outputs, restarts prometheus.Counter
+	samples, sampleErrors, wakeups              prometheus.Counter
+	paused, partitions, pendingWakes            prometheus.Gauge
+	lag                                         prometheus.Observer
+	deadLetters                                 *prometheus.CounterVec
+}
+
+func newStage(p *Pipeline, name string) *stage {
+	l := prometheus.Labels{"service": name, "side": p.opts.Side, "role": p.opts.Role}
+	m := p.metrics
+	st := &stage{
+		p:     p,
+		name:  name,
+		group: goka.Group(p.opts.TopicPrefix + "hotpair-" + name),
+		wake:  statestore.NewWakeups(),
+		m: stageMetrics{
+			events: m.events.With(l), duplicates: m.duplicates.With(l), late: m.lateEvents.With(l),
+			outputs: m.outputs.With(l), restarts: m.restarts.With(l), samples: m.samples.With(l),
+			sampleErrors: m.sampleErrors.With(l), wakeups: m.wakeups.With(l), paused: m.paused.With(l),
+			partitions: m.partitions.With(l), pendingWakes: m.pendingWakes.With(l), lag: m.lag.With(l),
+			deadLetters: m.deadLetters.MustCurryWith(l),
+		},
+	}
+	st.gate.init()
+	return st
+}
+
+// tableTopic and loopTopic are goka's names for the group's table and loop.
+func (st *stage) tableTopic() string { return string(st.group) + "-table" }
+func (st *stage) loopTopic() string  { return string(st.group) + "-loop" }
+
+// run supervises the stage until ctx ends: goka gives up for good about 15 s
+// into a Kafka outage and a processor runs once, so a failed processor is
+// rebuilt (state recovered from the local store and the changelog) with
+// exponential backoff, 1 s to 30 s, reset after a minute of healthy running.
+func (st *stage) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); st.sampleLoop(ctx) }()
+	go func() { defer wg.Done(); st.wakeLoop(ctx) }()
+	defer wg.Wait()
+
+	backoff := time.Second
+	for ctx.Err() == nil {
+		started := time.Now()
+		err := st.runOnce(ctx)
+		st.sampler.assigned(nil)
+		st.m.partitions.Set(0)
+		st.mu.Lock()
+		kicked := st.kicked
+		st.kicked = false
+		st.mu.Unlock()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case kicked:
+			st.p.log.Warn("stage restarted by request", "service", st.name)
+			st.m.restarts.Inc()
+			continue
+		}
+		if time.Since(started) > time.Minute {
+			backoff = time.Second
+		}
+		st.m.restarts.Inc()
+		st.p.log.Error("stage failed; rebuilding", "service", st.name, "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func (st *stage) runOnce(ctx context.Context) error {
+	o := st.p.opts
+	sb, err := o.Storage.Builder(o.Side, st.name, st.tableTopic(), st.wake)
+	if err != nil {
+		return err
+	}
+	opts := append(st.p.builders.ProcessorOptions(),
+		goka.WithStorageBuilder(sb),
+		goka.WithNilHandling(goka.NilProcess),
+		goka.WithLogger(gokaLogger{st.p.log.With("service", st.name)}),
+		goka.WithRebalanceCallback(func(a goka.Assignment) {
+			st.sampler.assigned(a)
+			st.m.partitions.Set(float64(len(a)))
+		}),
+	)
+	proc, err := goka.NewProcessor(o.Brokers, st.graph, opts...)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st.mu.Lock()
+	st.cancel, st.proc = cancel, proc
+	st.mu.Unlock()
+	err = proc.Run(pctx)
+	st.mu.Lock()
+	st.cancel, st.proc = nil, nil
+	st.mu.Unlock()
+	if err == nil && ctx.Err() == nil && pctx.Err() == nil {
+		err = errors.New("processor stopped")
+	}
+	return err
+}
+
+// restart stops the running processor; the supervisor rebuilds it at once,
+// recovering its state as after a crash.
+func (st *stage) restart() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.cancel == nil {
+		return false
+	}
+	st.kicked = true
+	st.cancel()
+	return true
+}
+
+// wakeLoop sends the due timer wake-ups of this instance's keys to the
+// stage's loop topic. The loop topic is co-partitioned with the input, so a
+// wake-up reaches the instance that owns the key.
+func (st *stage) wakeLoop(ctx context.Context) {
+	t := time.NewTicker(st.p.opts.WakeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			st.m.pendingWakes.Set(float64(st.wake.Len()))
+			for _, k := range st.wake.Due(now, wakeRetry, 10_000) {
+				st.m.wakeups.Inc()
+				rec := &kgo.Record{Topic: st.loopTopic(), Key: []byte(k), Value: []byte(strconv.FormatInt(now.UnixMilli(), 10))}
+				st.p.client.TryProduce(ctx, rec, func(_ *kgo.Record, err error) {
+					if err != nil && ctx.Err() == nil {
+						st.p.log.Warn("sending wake-up", "service", st.name, "err", err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// wakeRetry is when a wake-up that did not lead to a state write is sent again.
+const wakeRetry = 5 * time.Second
+
+// deadLetter sends a bad record to the dead-letter topic with its reason and
+// source coordinates in headers. It never touches the stage's state.
+func (st *stage) deadLetter(ctx goka.Context, raw []byte, err error) {
+	reason := ReasonOf(err)
+	if reason == "" {
+		reason = "error"
+	}
+	h := goka.Headers{
+		"hotpair-reason":           []byte(reason),
+		"hotpair-error":            []byte(err.Error()),
+		"hotpair-source-topic":     []byte(string(ctx.Topic())),
+		"hotpair-source-partition": []byte(strconv.FormatInt(int64(ctx.Partition()), 10)),
+		"hotpair-source-offset":    []byte(strconv.FormatInt(ctx.Offset(), 10)),
+		"hotpair-service":          []byte(st.name),
+		"hotpair-side":             []byte(st.p.opts.Side),
+	}
+	if raw == nil {
+		raw = []byte{}
+	}
+	ctx.Emit(goka.Stream(st.p.topics.DLQ), ctx.Key(), raw, goka.WithCtxEmitHeaders(h))
+	st.m.deadLetters.WithLabelValues(string(reason)).Inc()
+	st.p.log.Debug("dead letter", "service", st.name, "reason", reason,
+		"topic", ctx.Topic(), "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
+}
+
+// receive is the first step of every input callback: wait while paused, then
+// count the record. It returns the receive time, used for the event lag.
+func (st *stage) receive(ctx goka.Context) time.Time {
+	st.gate.wait(ctx.Context())
+	st.sampler.received()
+	st.m.events.Inc()
+	return time.Now()
+}
+
+func (st *stage) observeLag(lag time.Duration) {
+	st.sampler.lagged(lag)
+	st.m.lag.Observe(lag.Seconds())
+}
+
+// edges returns the stream edges every stage has: the dead-letter output and
+// the loop topic for timer wake-ups.
+func (st *stage) edges(onWake goka.ProcessCallback) []goka.Edge {
+	return []goka.Edge{
+		goka.Output(goka.Stream(st.p.topics.DLQ), new(codec.Bytes)),
+		goka.Loop(new(codec.Bytes), onWake),
+	}
+}
+
+// gate blocks input callbacks while the stage is paused.
+type gate struct {
+	mu   sync.Mutex
+	open chan struct{} // closed while not paused
+}
+
+func (g *gate) init() {
+	g.open = make(chan struct{})
+	close(g.open)
+}
+
+func (g *gate) wait(ctx context.Context) {
+	g.mu.Lock()
+	ch := g.open
+	g.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+func (g *gate) set(paused bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open: // open now
+		if paused {
+			g.open = make(chan struct{})
+		}
+	default: // paused now
+		if !paused {
+			close(g.open)
+		}
+	}
+}
+
+// gokaLogger sends goka's logs to slog at debug level; goka logs every
+// rebalance and recovery step.
+type gokaLogger struct{ l *slog.Logger }
+
+func (g gokaLogger) Print(v ...any)                 { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Println(v ...any)               { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }
