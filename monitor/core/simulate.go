@@ -54,8 +54,8 @@ type SimResult struct {
 
 // Simulate replays a recorded history through the same Engine the monitor
 // runs: samples are observed in the order of their receive time, and a
-// window closes every cfg.Window from the first sample on, until the last
-// sample's window has closed. A window (start, end] holds the samples
+// window closes at every multiple of cfg.Window (since the Unix epoch) from
+// the first sample on, until the last sample's window has closed. A window (start, end] holds the samples
 // received after its start up to and including its end. No override is applied. The history is not
 // modified.
 func Simulate(cfg Config, history []Record) (SimResult, error) {
@@ -69,7 +69,7 @@ func Simulate(cfg Config, history []Record) (SimResult, error) {
 		return SimResult{}, ErrEmptyHistory
 	}
 	slices.SortStableFunc(recs, func(a, b *Record) int { return cmp.Compare(a.At().UnixNano(), b.At().UnixNano()) })
-	start := recs[0].At()
+	start := recs[0].At().Truncate(cfg.Window)
 	e, err := NewEngine(cfg, start)
 	if err != nil {
 		return SimResult{}, err
@@ -87,7 +87,7 @@ func Simulate(cfg Config, history []Record) (SimResult, error) {
 			return SimResult{}, err
 		}
 		res.record(ev)
-		if tick.After(last) {
+		if !tick.Before(last) {
 			break
 		}
 	}
