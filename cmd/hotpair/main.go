@@ -24,7 +24,10 @@ type command struct {
 
 // commands lists every subcommand, in the order usage prints them.
 var commands = []command{
+	{"pipeline", "run one side's pipeline stages against a Kafka cluster", runPipeline},
+	{"ingest", "dual-write ad events or budgets (JSON lines) to both clusters", runIngest},
 	{"zookeeper", "run a local Apache ZooKeeper server on a free loopback port (development)", runZookeeper},
+	{"replay", "record, inspect, retime and play topic traffic; verify a candidate pipeline build", runReplay},
 	{"version", "print the build version", runVersion},
 }
 

@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/yamlconf"
+	"github.com/hotpair/hotpair/statestore"
+)
+
+// Config is the YAML config of `hotpair pipeline`. Every key is optional but
+// side and brokers; see DefaultConfig for the defaults and
+// docs/pipeline.md for an annotated example.
+type Config struct {
+	Side        string            `yaml:"side"`
+	Role        string            `yaml:"role"`
+	Instance    string            `yaml:"instance"`
+	Build       string            `yaml:"build"`
+	Brokers     []string          `yaml:"brokers"`
+	TopicPrefix string            `yaml:"topic_prefix"`
+	Topics      TopicConfig       `yaml:"topics"`
+	Stages      []string          `yaml:"stages"`
+	Storage     statestore.Config `yaml:"storage"`
+	Aggregator  AggregatorConfig  `yaml:"aggregator"`
+	Pacer       PacerConfig       `yaml:"pacer"`
+	Bidder      BidderConfig      `yaml:"bidder"`
+	Health      HealthConfig      `yaml:"health"`
+	HTTP        HTTPConfig        `yaml:"http"`
+}
+
+// TopicConfig says how missing topics are created.
+type TopicConfig struct {
+	Partitions  int32 `yaml:"partitions"`
+	Replication int16 `yaml:"replication"`
+	Create      bool  `yaml:"create"`
+}
+
+// AggregatorConfig is the window configuration.
+type AggregatorConfig struct {
+	Window    yamlconf.Duration `yaml:"window"`
+	Lateness  yamlconf.Duration `yaml:"lateness"`
+	MaxFuture yamlconf.Duration `yaml:"max_future"`
+}
+
+// HealthConfig is the health sampling configuration.
+type HealthConfig struct {
+	SampleInterval yamlconf.Duration `yaml:"sample_interval"`
+}
+
+// HTTPConfig is where /metrics and /healthz are served.
+type HTTPConfig struct {
+	Listen string `yaml:"listen"`
+}
+
+// DefaultConfig returns the defaults (DESIGN §3–§4).
+func DefaultConfig() Config {
+	return Config{
+		Role:       RoleLive,
+		Topics:     TopicConfig{Partitions: 8, Replication: 3, Create: true},
+		Stages:     Stages(),
+		Storage:    statestore.Config{Backend: statestore.BackendLevelDB, Dir: "hotpair-state"},
+		Aggregator: AggregatorConfig{Window: yamlconf.Duration(10 * time.Second), Lateness: yamlconf.Duration(5 * time.Second), MaxFuture: yamlconf.Duration(time.Hour)},
+		Pacer:      DefaultPacerConfig(),
+		Bidder:     DefaultBidderConfig(),
+		Health:     HealthConfig{SampleInterval: yamlconf.Duration(10 * time.Second)},
+		HTTP:       HTTPConfig{Listen: ":9464"},
+	}
+}
+
+// LoadConfig reads a config file over the defaults and validates it.
+func LoadConfig(path string) (Config, error) {
+	c := DefaultConfig()
+	if err := yamlconf.Load(path, &c); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate checks every key; errors name the key and the fix.
+func (c Config) Validate() error {
+	switch {
+	case !IsSide(c.Side):
+		return fmt.Errorf("side: %q is not a side; set side: primary or side: standby", c.Side)
+	case c.Role != RoleLive && c.Role != RoleDark:
+		return fmt.Errorf("role: %q is not a role; use live or dark", c.Role)
+	case len(c.Brokers) == 0:
+		return fmt.Errorf("brokers: at least one broker (host:port) is required")
+	case c.Topics.Partitions < 1:
+		return fmt.Errorf("topics.partitions must be at least 1, got %d", c.Topics.Partitions)
+	case c.Topics.Replication < 1:
+		return fmt.Errorf("topics.replication must be at least 1, got %d (use 1 on a single-broker cluster)", c.Topics.Replication)
+	case len(c.Stages) == 0:
+		return fmt.Errorf("stages: name at least one of %v", Stages())
+	case c.Aggregator.Window.D() < 10*time.Millisecond:
+		return fmt.Errorf("aggregator.window must be at least 10ms, got %s", c.Aggregator.Window.D())
+	case c.Aggregator.Lateness.D() < 0:
+		return fmt.Errorf("aggregator.lateness must not be negative, got %s", c.Aggregator.Lateness.D())
+	case c.Aggregator.MaxFuture.D() <= 0:
+		return fmt.Errorf("aggregator.max_future must be positive, got %s", c.Aggregator.MaxFuture.D())
+	case c.Health.SampleInterval.D() < 100*time.Millisecond:
+		return fmt.Errorf("health.sample_interval must be at least 100ms, got %s", c.Health.SampleInterval.D())
+	}
+	for i, b := range c.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return fmt.Errorf("brokers[%d]: %q is not host:port", i, b)
+		}
+	}
+	for i, s := range c.Stages {
+		if !IsStage(s) {
+			return fmt.Errorf("stages[%d]: %q is not a stage; use some of %v", i, s, Stages())
+		}
+	}
+	if c.HTTP.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+			return fmt.Errorf("http.listen: %q is not host:port (e.g. :9464 or 127.0.0.1:0)", c.HTTP.Listen)
+		}
+	}
+	for _, err := range []error{c.Storage.Validate(), c.Pacer.Validate(), c.Bidder.Validate()} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Options converts a valid config to pipeline options (without the injected
+// dependencies).
+func (c Config) Options() Options {
+	return Options{
+		Brokers: c.Brokers, Side: c.Side, Role: c.Role, Instance: c.Instance, Build: c.Build,
+		Stages: c.Stages, TopicPrefix: c.TopicPrefix,
+		Partitions: c.Topics.Partitions, Replication: c.Topics.Replication, CreateTopics: c.Topics.Create,
+		Storage: c.Storage,
+		Window:  c.Aggregator.Window.D(), Lateness: c.Aggregator.Lateness.D(), MaxFuture: c.Aggregator.MaxFuture.D(),
+		SampleInterval: c.Health.SampleInterval.D(),
+		Pacer:          c.Pacer, Bidder: c.Bidder,
+	}
+}
