@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hotpair/hotpair/replay"
+)
+
+// replaySubcommands are the subcommands of "hotpair replay".
+var replaySubcommands = []command{
+	{"record", "record a topic (live for a duration, or a past window) into a file", runReplayRecord},
+	{"inspect", "describe a recording: counts, time span, rate over time, keys, sizes, order", runReplayInspect},
+	{"retime", "rewrite a recording's timestamps to a fixed rate", runReplayRetime},
+	{"play", "play a recording into one or more topics at an exact rate", runReplayPlay},
+}
+
+func runReplay(ctx context.Context, a *app, args []string) int {
+	if len(args) > 0 {
+		for _, c := range replaySubcommands {
+			if c.name == args[0] {
+				return c.run(ctx, a, args[1:])
+			}
+		}
+	}
+	w := a.stderr
+	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
+		fmt.Fprintf(w, "hotpair replay: unknown subcommand %q\n\n", args[0])
+	}
+	fmt.Fprintln(w, "usage: hotpair replay SUBCOMMAND [flags]\n\nsubcommands:")
+	for _, c := range replaySubcommands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'hotpair replay SUBCOMMAND -h' for its flags; docs/replay.md has the details.")
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		return 0
+	}
+	return 2
+}
+
+// parseMixed parses flags that may come before or after positional
+// arguments ("inspect FILE --json"), and returns the positional ones.
+func parseMixed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if code, done := parse(fs, args); done {
+			return nil, code, true
+		}
+		if fs.NArg() == 0 {
+			return pos, 0, false
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// filterFlags are the record filters shared by record and play.
+type filterFlags struct{ keys, headers, where listFlag }
+
+func addFilterFlags(fs *flag.FlagSet) *filterFlags {
+	f := &filterFlags{}
+	fs.Var(&f.keys, "key", "keep records with this key (repeatable; a trailing * matches a prefix)")
+	fs.Var(&f.headers, "has-header", "keep records with this header, NAME or NAME=VALUE (repeatable)")
+	fs.Var(&f.where, "where", "keep records whose JSON value has FIELD=VALUE, e.g. advertiser=adv-7 or a.b=c (repeatable; repeated fields are alternatives)")
+	return f
+}
+
+func (f *filterFlags) filter() (replay.Filter, error) {
+	return replay.ParseFilter(f.keys, f.headers, f.where)
+}
+
+// parseWhen reads an RFC 3339 time, "now", or a duration before now ("-2h").
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "now" {
+		return now, nil
+	}
+	if strings.HasPrefix(s, "-") {
+		if d, err := time.ParseDuration(s); err == nil {
+			return now.Add(d), nil
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time, \"now\" nor a duration before now like -2h", s)
+	}
+	return t, nil
+}
+
+func runReplayRecord(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "replay record", "replay record --brokers H:P[,H:P] --topic T (--duration D | --since T1 [--until T2]) -o FILE [filters]")
+	var brokers listFlag
+	fs.Var(&brokers, "brokers", "brokers of the cluster to record from (required)")
+	topic := fs.String("topic", "", "topic to record (required)")
+	duration := fs.Duration("duration", 0, "record live traffic for this long, from the topic's end")
+	var since, until string
+	fs.StringVar(&since, "since", "", "record a past window from this time (RFC 3339, or -2h for two hours ago)")
+	fs.StringVar(&since, "from", "", "alias of --since")
+	fs.StringVar(&until, "until", "", "end of the window, exclusive (default: now; a future time records live until then)")
+	fs.StringVar(&until, "to", "", "alias of --until")
+	out := fs.String("o", "", "recording file to write (required)")
+	limit := fs.Int64("limit", 0, "stop after this many records (0: no limit)")
+	progress := fs.String("progress", "auto", "progress display: auto (a live line on a terminal, a line every 10s otherwise), plain, none")
+	ff := addFilterFlags(fs)
+	pos, code, done := parseMixed(fs, args)
+	if done {
+		return code
+	}
+	switch {
+	case len(pos) > 0:
+		return usageError(fs, a.stderr, "unexpected argument %q", pos[0])
+	case len(brokers) == 0 || *topic == "" || *out == "":
+		return usageError(fs, a.stderr, "--brokers, --topic and -o are required")
+	case (*duration > 0) == (since != ""):
+		return usageError(fs, a.stderr, "give either --duration (live) or --since (a past window)")
+	case until != "" && since == "":
+		return usageError(fs, a.stderr, "--until needs --since")
+	case *progress != "auto" && *progress != "plain" && *progress != "none":
+		return usageError(fs, a.stderr, "--progress must be auto, plain or none")
+	}
+	o := replay.RecorderOptions{Brokers: brokers, Topic: *topic, Output: *out, Duration: *duration, Limit: *limit, Logger: a.logger}
+	now := time.Now()
+	var err error
+	if since != "" {
+		if o.Since, err = parseWhen(since, now); err != nil {
+			return usageError(fs, a.stderr, "--since: %v", err)
+		}
+		if until != "" {
+			if o.Until, err = parseWhen(until, now); err != nil {
+				return usageError(fs, a.stderr, "--until: %v", err)
+			}
+		}
+	}
+	if o.Filter, err = ff.filter(); err != nil {
+		return usageError(fs, a.stderr, "%v", err)
+	}
+	o.Progress, o.ProgressInterval = progressPrinter(a.stderr, *progress)
+	rec, err := replay.NewRecorder(o)
+	if err != nil {
+		return usageError(fs, a.stderr, "%v", err)
+	}
+	if err := rec.Run(ctx); err != nil {
+		fmt.Fprintln(a.stderr, "hotpair replay record:", err)
+		return 1
+	}
+	r := rec.Result()
+	fmt.Fprintf(a.stdout, "recorded %d records (%s) into %s in %v; %d left out by filters or window; stopped: %s\n",
+		r.Records, byteSize(r.Bytes), *out, r.Elapsed.Round(time.Millisecond), r.Filtered, r.Stopped)
+	return 0
+}
+
+// progressPrinter returns the recorder's progress callback for a mode: a
+// line rewritten in place on a terminal, a plain line every 10 s otherwise.
+func progressPrinter(w io.Writer, mode string) (func(replay.Progress), time.Duration) {
+	if mode == "none" {
+		return nil, 0
+	}
+	if mode == "auto" && isTerminal(w) {
+		return func(p replay.Progress) {
+			fmt.Fprintf(w, "\r\033[K%s", progressLine(p))
+			if p.Stopped != "" {
+				fmt.Fprintln(w)
+			}
+		}, 250 * time.Millisecond
+	}
+	return func(p replay.Progress) {
+		if p.Stopped == "" {
+			fmt.Fprintln(w, progressLine(p))
+		}
+	}, 10 * time.Second
+}
+
+func progressLine(p replay.Progress) string {
+	rate := 0.0
+	if p.Elapsed > 0 {
+		rate = float64(p.Records) / p.Elapsed.Seconds()
+	}
+	pct := ""
+	if p.Total > 0 {
+		pct = fmt.Sprintf(" %3.0f%%", 100*min(1, p.Position.Seconds()/p.Total.Seconds()))
+	}
+	return fmt.Sprintf("recording:%s %d records, %s, %.0f/s, %d left out, %v elapsed",
+		pct, p.Records, byteSize(p.Bytes), rate, p.Filtered, p.Elapsed.Round(time.Second))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func runReplayInspect(_ context.Context, a *app, args []string) int {
+	fs := newFlags(a, "replay inspect", "replay inspect FILE [--json]")
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	pos, code, done := parseMixed(fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(fs, a.stderr, "want exactly one recording file")
+	}
+	in, err := replay.Inspect(pos[0])
+	if err != nil {
+		fmt.Fprintln(a.stderr, "hotpair replay inspect:", err)
+		return 1
+	}
+	if *asJSON {
+		return writeJSON(a, in)
+	}
+	in.WriteText(a.stdout)
+	return 0
+}
+
+func writeJSON(a *app, v any) int {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintln(a.stderr, "hotpair replay:", err)
+		return 1
+	}
+	return 0
+}
+
+func runReplayRetime(_ context.Context, a *app, args []string) int {
+	fs := newFlags(a, "replay retime", "replay retime --qps N FILE -o OUT [--start T]")
+	qps := fs.Float64("qps", 0, "records per second to retime to (required)")
+	out := fs.String("o", "", "output file (required)")
+	start := fs.String("start", "", "new timestamp of the first record, RFC 3339 (default: its old one)")
+	pos, code, done := parseMixed(fs, args)
+	if done {
+		return code
+	}
+	switch {
+	case len(pos) != 1:
+		return usageError(fs, a.stderr, "want exactly one input recording")
+	case *qps <= 0:
+		return usageError(fs, a.stderr, "--qps must be a positive rate")
+	case *out == "":
+		return usageError(fs, a.stderr, "-o is required")
+	case *out == pos[0]:
+		return usageError(fs, a.stderr, "-o must differ from the input")
+	}
+	o := replay.RetimeOptions{Input: pos[0], Output: *out, QPS: *qps}
+	if *start != "" {
+		t, err := time.Parse(time.RFC3339Nano, *start)
+		if err != nil {
+			return usageError(fs, a.stderr, "--start %q is not an RFC 3339 time", *start)
+		}
+		o.Start = t
+	}
+	res, err := replay.Retime(o)
+	if err != nil {
+		fmt.Fprintln(a.stderr, "hotpair replay retime:", err)
+		return 1
+	}
+	if res.Problem != nil {
+		fmt.Fprintf(a.stderr, "hotpair replay retime: warning: the input is incomplete (%v); its readable records were retimed\n", res.Problem)
+	}
+	fmt.Fprintf(a.stdout, "retimed %d records to %s/s: %s .. %s into %s\n", res.Records, strconv.FormatFloat(*qps, 'f', -1, 64),
+		res.First.Format(time.RFC3339Nano), res.Last.Format(time.RFC3339Nano), *out)
+	return 0
+}
+
+func runReplayPlay(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "replay play", "replay play FILE --target H:P[,H:P]/TOPIC [--target …] [--qps N | --percent P | --max] [--header k=v] [--loop] [--duration D] [--json]")
+	var targets, headers listFlag
+	fs.Var(&targets, "target", "BROKERS/TOPIC to play into, e.g. localhost:9092/ad-events (repeatable; every target gets the same records)")
+	qps := fs.Float64("qps", 0, "play at exactly this many records per second")
+	percent := fs.Float64("percent", 0, "play the records of this percentage of keys (chosen by key hash) at this percentage of the recording's rate")
+	unpaced := fs.Bool("max", false, "play as fast as the targets take records")
+	fs.Var(&headers, "header", "add header NAME=VALUE to every record (repeatable)")
+	loop := fs.Bool("loop", false, "start over at the end of the recording (needs --duration)")
+	duration := fs.Duration("duration", 0, "stop after this long (default: at the end of the recording)")
+	timestamps := fs.String("timestamps", "now", "record timestamps to send: now (the send time) or recorded")
+	partitioning := fs.String("partitioning", "key", "key: goka's hash of the key (what goka consumers expect); preserve: the recorded partition")
+	maxInFlight := fs.Int("max-in-flight", 10000, "records a target may hold unacknowledged before the player waits for it")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	ff := addFilterFlags(fs)
+	pos, code, done := parseMixed(fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(fs, a.stderr, "want exactly one recording file")
+	}
+	o := replay.PlayerOptions{Recording: pos[0], QPS: *qps, Percent: *percent, Unpaced: *unpaced, Loop: *loop,
+		Duration: *duration, MaxInFlight: *maxInFlight, Logger: a.logger}
+	for _, t := range targets {
+		tg, err := replay.ParseTarget(t)
+		if err != nil {
+			return usageError(fs, a.stderr, "--target: %v", err)
+		}
+		o.Targets = append(o.Targets, tg)
+	}
+	for _, h := range headers {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok || k == "" {
+			return usageError(fs, a.stderr, "--header %q: want NAME=VALUE", h)
+		}
+		o.Headers = append(o.Headers, replay.Header{Key: k, Value: []byte(v)})
+	}
+	switch *timestamps {
+	case "now":
+	case "recorded":
+		o.RecordedTimestamps = true
+	default:
+		return usageError(fs, a.stderr, "--timestamps must be now or recorded")
+	}
+	switch *partitioning {
+	case "key":
+		o.Partitioning = replay.PartitionByKey
+	case "preserve":
+		o.Partitioning = replay.PartitionPreserve
+	default:
+		return usageError(fs, a.stderr, "--partitioning must be key or preserve")
+	}
+	var err error
+	if o.Filter, err = ff.filter(); err != nil {
+		return usageError(fs, a.stderr, "%v", err)
+	}
+	p, err := replay.NewPlayer(o)
+	if err != nil {
+		return usageError(fs, a.stderr, "%v", err)
+	}
+	runErr := p.Run(ctx)
+	rep := p.Report()
+	if *asJSON {
+		writeJSON(a, rep)
+	} else if rep.Mode != "" {
+		rep.WriteText(a.stdout)
+	}
+	if runErr != nil {
+		fmt.Fprintln(a.stderr, "hotpair replay play:", runErr)
+		return 1
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		fmt.Fprintln(a.stderr, "hotpair replay play: interrupted")
+	}
+	return 0
+}
