@@ -39,6 +39,7 @@ type Selector struct {
 	state   [NumServices + 1]watchState
 	up      bool          // the session is established
 	upFlip  chan struct{} // closed and replaced whenever up flips
+	closing bool          // Run is ending: losing the session is expected
 }
 
 // watchState is the watcher's knowledge of one service, besides the snapshot.
@@ -130,6 +131,9 @@ func (s *Selector) Run(ctx context.Context) error {
 		wg.Go(func() { s.watch(ctx, conn, svc) })
 	}
 	<-ctx.Done()
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	conn.Close() // fails reads in flight, so the watch loops can end
 	wg.Wait()
 	s.setSession(false, time.Now())
@@ -202,7 +206,9 @@ func (s *Selector) setSession(up bool, now time.Time) {
 			s.state[i].fresh, s.state[i].staleSince = false, now
 		}
 	}
-	s.log.Warn("selector: ZooKeeper session lost; serving the last snapshot (fail static)")
+	if !s.closing {
+		s.log.Warn("selector: ZooKeeper session lost; serving the last snapshot (fail static)")
+	}
 }
 
 func (s *Selector) session() (up bool, flip <-chan struct{}) {
@@ -285,9 +291,12 @@ func (s *Selector) apply(svc Service, r read, now time.Time) {
 	case verdictRejected, verdictDeleted:
 		s.m.rejected.WithLabelValues(svc.String(), rejectReason(v)).Inc()
 		snap := s.snap.Load()
-		s.log.Warn("selector: ignoring the selection znode; keeping the last good snapshot",
-			"service", svc.String(), "reason", rejectReason(v), "err", err,
-			"side", snap.Active(svc).String(), "default", snap.IsDefault(svc))
+		attrs := []any{"service", svc.String(), "reason", rejectReason(v),
+			"side", snap.Active(svc).String(), "default", snap.IsDefault(svc)}
+		if err != nil {
+			attrs = append(attrs, "err", err)
+		}
+		s.log.Warn("selector: ignoring the selection znode; keeping the last good snapshot", attrs...)
 	}
 	switch fresh := v.fresh() && s.up; {
 	case fresh:

@@ -1,0 +1,273 @@
+package selector
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/znode"
+)
+
+// waitChange waits until the snapshot with tag from has been replaced.
+func waitChange(t testing.TB, from *Snapshot, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-from.Changed():
+	case <-time.After(timeout):
+		t.Fatalf("the snapshot (tag %s) did not change within %s", from.TagString(), timeout)
+	}
+}
+
+func TestDefaultBeforeFirstRead(t *testing.T) {
+	// Nothing listens on this port: the selector never gets a session.
+	port, err := zkserver.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, reg := newTestSelector(t, "127.0.0.1:"+itoa(port), "/hotpair", WithDefaultSide(Standby))
+	time.Sleep(300 * time.Millisecond)
+	snap := sel.Snapshot()
+	for _, svc := range Services() {
+		if got := sel.Active(svc); got != Standby {
+			t.Errorf("Active(%s) = %s before any read, want the default standby", svc, got)
+		}
+		if !snap.IsDefault(svc) {
+			t.Errorf("IsDefault(%s) = false before any read", svc)
+		}
+		if _, ok := snap.Epoch(svc); ok {
+			t.Errorf("Epoch(%s) reported before any read", svc)
+		}
+		if v := metricValue(t, reg, "hotpair_selector_default", "service", svc.String()); v != 1 {
+			t.Errorf("hotpair_selector_default{%s} = %v, want 1", svc, v)
+		}
+		if age := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", svc.String()); age < 0.25 {
+			t.Errorf("age of a never-read snapshot = %vs, want it to count from the start", age)
+		}
+	}
+	if sel.Ready() {
+		t.Error("Ready() before any read")
+	}
+	if got := snap.TagString(); got != "1.s.s.s" {
+		t.Errorf("tag = %q, want 1.s.s.s (standby by default everywhere)", got)
+	}
+	if got := sel.ActiveByName("no-such-service"); got != Standby {
+		t.Errorf("ActiveByName(unknown) = %s, want the default", got)
+	}
+}
+
+func TestWatcherFollowsTheMonitorsWrites(t *testing.T) {
+	addr, root := zkserver.ForTest(t), testRoot(t)
+	w := newZKWriter(t, addr, root)
+	w.set(Budget, Standby, 4)
+	w.set(Pacer, Primary, 2)
+	// bidder has no selection yet: it stays on the default side.
+
+	sel, reg := newTestSelector(t, addr, root)
+	waitUntil(t, 10*time.Second, "budget and pacer are read", func() bool {
+		s := sel.Snapshot()
+		return !s.IsDefault(Budget) && !s.IsDefault(Pacer)
+	})
+	snap := sel.Snapshot()
+	if sel.Active(Budget) != Standby || sel.Active(Pacer) != Primary || sel.Active(Bidder) != Primary {
+		t.Fatalf("sides = %s/%s/%s, want standby/primary/primary(default)", sel.Active(Budget), sel.Active(Pacer), sel.Active(Bidder))
+	}
+	if !snap.IsDefault(Bidder) || sel.Ready() {
+		t.Fatal("bidder has no znode: it must answer the default and the selector must not be ready")
+	}
+	if got := snap.TagString(); got != "1.s4.p2.p" {
+		t.Fatalf("tag = %q, want 1.s4.p2.p", got)
+	}
+	if doc := snap.Selection(Budget); doc == nil || doc.Reason != "test sets standby" {
+		t.Fatalf("the budget document is not kept: %+v", doc)
+	}
+
+	// The monitor switches budget back to primary and decides bidder.
+	w.set(Budget, Primary, 5)
+	waitChange(t, snap, 5*time.Second)
+	w.set(Bidder, Standby, 1)
+	waitUntil(t, 5*time.Second, "bidder is read", func() bool { return sel.Active(Bidder) == Standby })
+	if got := sel.Active(Budget); got != Primary {
+		t.Fatalf("Active(budget) = %s after the switch, want primary", got)
+	}
+	if !sel.Ready() {
+		t.Fatal("not Ready after every service was read")
+	}
+	if got := sel.Snapshot().TagString(); got != "1.p5.p2.s1" {
+		t.Fatalf("tag = %q, want 1.p5.p2.s1", got)
+	}
+	for _, c := range []struct {
+		name, label, value string
+		want               float64
+	}{
+		{"hotpair_selector_switches_total", "service", "budget", 2}, // default primary -> standby -> primary
+		{"hotpair_selector_switches_total", "service", "bidder", 1},
+		{"hotpair_selector_epoch", "service", "budget", 5},
+		{"hotpair_selector_default", "service", "bidder", 0},
+		{"hotpair_selector_snapshot_age_seconds", "service", "budget", 0},
+		{"hotpair_selector_zk_connected", "", "", 1},
+	} {
+		if got := metricValue(t, reg, c.name, c.label, c.value); got != c.want {
+			t.Errorf("%s{%s=%s} = %v, want %v", c.name, c.label, c.value, got, c.want)
+		}
+	}
+	if got := metricValue(t, reg, "hotpair_selector_active", "service", "budget", "side", "primary"); got != 1 {
+		t.Errorf("hotpair_selector_active{budget,primary} = %v, want 1", got)
+	}
+}
+
+func TestWatcherIgnoresMalformedAndDeletedZnodes(t *testing.T) {
+	addr, root := zkserver.ForTest(t), testRoot(t)
+	w := newZKWriter(t, addr, root)
+	w.set(Pacer, Standby, 7)
+	sel, reg := newTestSelector(t, addr, root, WithServices(Pacer))
+	waitUntil(t, 10*time.Second, "pacer is read", func() bool { return sel.Active(Pacer) == Standby })
+
+	rejected := func(reason string) float64 {
+		return metricValue(t, reg, "hotpair_selector_znode_rejected_total", "service", "pacer", "reason", reason)
+	}
+	for i, bad := range []string{
+		`{"v":1,"service":"pacer","active":"prim`, // truncated JSON
+		`{"v":1,"service":"pacer","active":"nowhere","epoch":8}`,
+		`{"v":1,"service":"budget","active":"primary","epoch":8}`, // another service's document
+		``,
+	} {
+		w.setRaw(Pacer, []byte(bad))
+		waitUntil(t, 5*time.Second, "the bad write is counted", func() bool { return rejected("malformed") == float64(i+1) })
+		if got := sel.Active(Pacer); got != Standby {
+			t.Fatalf("after %q: Active = %s, want the last good standby", bad, got)
+		}
+		if e, _ := sel.Snapshot().Epoch(Pacer); e != 7 {
+			t.Fatalf("after %q: epoch = %d, want 7", bad, e)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if age := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "pacer"); age <= 0 {
+		t.Errorf("age = %v while the znode is malformed; the snapshot no longer matches ZooKeeper", age)
+	}
+
+	w.remove(Pacer)
+	waitUntil(t, 5*time.Second, "the deletion is counted", func() bool { return rejected("deleted") == 1 })
+	if got := sel.Active(Pacer); got != Standby || sel.Snapshot().IsDefault(Pacer) {
+		t.Fatalf("after deletion: Active = %s (default %v), want the last good standby", got, sel.Snapshot().IsDefault(Pacer))
+	}
+
+	// A new valid selection is followed again.
+	w.set(Pacer, Primary, 9)
+	waitUntil(t, 5*time.Second, "the re-created znode is read", func() bool { return sel.Active(Pacer) == Primary })
+	if age := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "pacer"); age != 0 {
+		t.Errorf("age = %v after a valid read, want 0", age)
+	}
+	if got := rejected("malformed"); got != 4 {
+		t.Errorf("malformed = %v, want 4 (re-reads must not count again)", got)
+	}
+}
+
+// TestFailStaticThroughZooKeeperOutage stops ZooKeeper for 30 s.
+func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("30 s ZooKeeper outage")
+	}
+	t.Parallel()
+	srv := zkserver.StartForTest(t)
+	root := "/hotpair"
+	w := newZKWriter(t, srv.Addr(), root)
+	w.set(Budget, Standby, 3)
+	w.set(Pacer, Standby, 3)
+	w.set(Bidder, Primary, 1)
+	sel, reg := newTestSelector(t, srv.Addr(), root)
+	waitUntil(t, 10*time.Second, "every selection is read", sel.Ready)
+	want := sel.Snapshot().TagString()
+	w.conn.Close()
+
+	// A reader checks every millisecond that the answer never changes.
+	stop, wrong := make(chan struct{}), make(chan string, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				close(wrong)
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if sel.Active(Budget) != Standby || sel.Active(Pacer) != Standby || sel.Active(Bidder) != Primary {
+				wrong <- sel.Snapshot().TagString()
+				close(wrong)
+				return
+			}
+		}
+	}()
+
+	srv.Kill()
+	waitUntil(t, 20*time.Second, "the session is lost", func() bool {
+		return metricValue(t, reg, "hotpair_selector_zk_connected") == 0
+	})
+	time.Sleep(time.Second)
+	age1 := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "budget")
+	time.Sleep(29 * time.Second)
+	age2 := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "budget")
+	if age1 < 0.5 || age2-age1 < 28 {
+		t.Errorf("age during the outage: %.1fs after 1s, %.1fs after 30s; want it to grow with the outage", age1, age2)
+	}
+	if got := sel.Snapshot().TagString(); got != want {
+		t.Errorf("tag during the outage = %s, want the last good %s", got, want)
+	}
+	if st, _ := sel.Status(time.Now()); st.ZKConnected || st.Services[0].Fresh {
+		t.Errorf("status during the outage claims a fresh connection: %+v", st)
+	}
+
+	if err := srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the snapshot is fresh again", func() bool {
+		return metricValue(t, reg, "hotpair_selector_zk_connected") == 1 &&
+			metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "budget") == 0
+	})
+	close(stop)
+	if tag, bad := <-wrong; bad {
+		t.Fatalf("Active changed during the outage: tag %s, want %s", tag, want)
+	}
+	// And changes are followed again.
+	w = newZKWriter(t, srv.Addr(), root)
+	w.set(Budget, Primary, 4)
+	waitUntil(t, 10*time.Second, "the change after the outage is read", func() bool { return sel.Active(Budget) == Primary })
+}
+
+// TestWatchesComeBackAfterSessionExpiry partitions the selector from
+// ZooKeeper for longer than its session timeout, so that the server expires
+// the session, and changes the selection meanwhile.
+func TestWatchesComeBackAfterSessionExpiry(t *testing.T) {
+	t.Parallel()
+	addr, root := zkserver.ForTest(t), testRoot(t)
+	w := newZKWriter(t, addr, root)
+	w.set(Budget, Primary, 1)
+	w.set(Bidder, Primary, 1)
+	proxy := startProxy(t, addr)
+	sel, reg := newTestSelector(t, proxy.Addr(), root, WithSessionTimeout(2*time.Second), WithServices(Budget, Bidder))
+	waitUntil(t, 10*time.Second, "the selections are read", sel.Ready)
+
+	proxy.Cut()
+	waitUntil(t, 10*time.Second, "the session is lost", func() bool {
+		return metricValue(t, reg, "hotpair_selector_zk_connected") == 0
+	})
+	w.set(Budget, Standby, 2) // made while the selector cannot see it
+	time.Sleep(5 * time.Second) // > the 2 s session timeout: the server expires the session
+	if got := sel.Active(Budget); got != Primary {
+		t.Fatalf("Active(budget) = %s while partitioned, want the last good primary", got)
+	}
+	proxy.Restore()
+
+	waitUntil(t, 20*time.Second, "the change made meanwhile is seen", func() bool { return sel.Active(Budget) == Standby })
+	if n := metricValue(t, reg, "hotpair_selector_zk_session_expirations_total"); n < 1 {
+		t.Fatalf("expirations = %v: the session did not really expire, so this test proves nothing", n)
+	}
+	// The watches of the new session work: a later change arrives too.
+	w.set(Bidder, Standby, 2)
+	waitUntil(t, 5*time.Second, "a change after the expiry is seen", func() bool { return sel.Active(Bidder) == Standby })
+	w.set(Budget, Primary, 3)
+	waitUntil(t, 5*time.Second, "another change after the expiry is seen", func() bool { return sel.Active(Budget) == Primary })
+	if got := sel.Snapshot().TagString(); !strings.HasPrefix(got, "1.p3.") {
+		t.Fatalf("tag = %s", got)
+	}
+	_ = znode.Version
+}
