@@ -43,7 +43,7 @@ type playLoop struct {
 
 func (l *playLoop) run(ctx context.Context) (string, error) {
 	if l.out == nil {
-		l.out = fanout{sinks: l.sinks, o: l.o}
+		l.out = &fanout{sinks: l.sinks, o: l.o}
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -114,24 +114,35 @@ func (l *playLoop) count(at time.Time) {
 type fanout struct {
 	sinks []*sink
 	o     *PlayerOptions
+	// timeSet and timeMissing count values whose SetTimeField was set, or absent.
+	timeSet, timeMissing int64
 }
 
-func (f fanout) begin(start time.Time) {
+func (f *fanout) begin(start time.Time) {
 	for _, s := range f.sinks {
 		s.setStart(start)
 	}
 }
 
-func (f fanout) send(ctx context.Context, rec *Record, now time.Time) {
+func (f *fanout) send(ctx context.Context, rec *Record, now time.Time) {
 	ts := now
 	if f.o.RecordedTimestamps {
 		ts = rec.Timestamp
+	}
+	value := rec.Value
+	if f.o.SetTimeField != "" {
+		var ok bool
+		if value, ok = setJSONTime(rec.Value, f.o.SetTimeField, now); ok {
+			f.timeSet++
+		} else {
+			f.timeMissing++
+		}
 	}
 	for _, s := range f.sinks {
 		kr := &kgo.Record{
 			Topic:     s.target.Topic,
 			Key:       rec.Key,
-			Value:     rec.Value,
+			Value:     value,
 			Timestamp: ts,
 			Partition: rec.Partition,
 			Headers:   make([]kgo.RecordHeader, 0, len(rec.Headers)+len(f.o.Headers)),

@@ -42,6 +42,12 @@ type PlayerOptions struct {
 	// record is stamped with the time it is sent (the same on every target),
 	// so that time-based retention and windows see live-looking traffic.
 	RecordedTimestamps bool
+	// SetTimeField, when set, names a top-level field of the JSON values
+	// (e.g. "ts" of ad events) that is set to the send time, the same on
+	// every target: a pipeline that windows by event time then sees live
+	// traffic instead of last week's. Values without it are sent unchanged
+	// (the report counts them).
+	SetTimeField string
 	// Partitioning picks each record's partition (default PartitionByKey).
 	Partitioning Partitioning
 	// MaxInFlight is how many records a target may hold unacknowledged

@@ -37,6 +37,10 @@ type Report struct {
 	// StallTime their total.
 	Stalls    int64         `json:"stalls"`
 	StallTime time.Duration `json:"stall_ns"`
+	// TimeFieldSet and TimeFieldMissing count the values whose
+	// PlayerOptions.SetTimeField was set to the send time, or was absent.
+	TimeFieldSet     int64 `json:"time_field_set,omitempty"`
+	TimeFieldMissing int64 `json:"time_field_missing,omitempty"`
 	// RecordingProblem is set when the recording was not closed (torn or unfinished).
 	RecordingProblem string         `json:"recording_problem,omitempty"`
 	Targets          []TargetReport `json:"targets"`
@@ -113,6 +117,9 @@ func (r *Report) fill(l *playLoop, stopped string, sinks []*sink) {
 	}
 	r.PerSecond = spreadOf(l.seconds, r.TargetRate)
 	r.Stalls, r.StallTime = l.pacer.Stalls()
+	if f, ok := l.out.(*fanout); ok {
+		r.TimeFieldSet, r.TimeFieldMissing = f.timeSet, f.timeMissing
+	}
 	for _, s := range sinks {
 		s.mu.Lock()
 		r.Targets = append(r.Targets, TargetReport{
@@ -137,6 +144,9 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Stalls > 0 {
 		fmt.Fprintf(w, "  fell behind %d times, %v in total (backpressure or host stalls): the play slowed down\n",
 			r.Stalls, r.StallTime.Round(time.Millisecond))
+	}
+	if r.TimeFieldSet+r.TimeFieldMissing > 0 {
+		fmt.Fprintf(w, "  time field set to the send time in %d values, absent from %d\n", r.TimeFieldSet, r.TimeFieldMissing)
 	}
 	if r.RecordingProblem != "" {
 		fmt.Fprintf(w, "  WARNING: %s\n", r.RecordingProblem)

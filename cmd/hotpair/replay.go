@@ -293,6 +293,7 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	fs.Var(&headers, "header", "add header NAME=VALUE to every record (repeatable)")
 	loop := fs.Bool("loop", false, "start over at the end of the recording (needs --duration)")
 	duration := fs.Duration("duration", 0, "stop after this long (default: at the end of the recording)")
+	setTime := fs.String("set-time-field", "", "set this top-level JSON field of every value (e.g. ts) to the send time, so event-time windows see live traffic")
 	timestamps := fs.String("timestamps", "now", "record timestamps to send: now (the send time) or recorded")
 	partitioning := fs.String("partitioning", "key", "key: goka's hash of the key (what goka consumers expect); preserve: the recorded partition")
 	maxInFlight := fs.Int("max-in-flight", 10000, "records a target may hold unacknowledged before the player waits for it")
@@ -306,7 +307,7 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "want exactly one recording file")
 	}
 	o := replay.PlayerOptions{Recording: pos[0], QPS: *qps, Percent: *percent, Unpaced: *unpaced, Loop: *loop,
-		Duration: *duration, MaxInFlight: *maxInFlight, Logger: a.logger}
+		Duration: *duration, MaxInFlight: *maxInFlight, SetTimeField: *setTime, Logger: a.logger}
 	for _, t := range targets {
 		tg, err := replay.ParseTarget(t)
 		if err != nil {
