@@ -1,0 +1,219 @@
+package monitor
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor/core"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// snapshot is what the evaluation loop last decided, for Status and the page.
+type snapshot struct {
+	lastEvaluation time.Time
+	local          map[string]*LocalDecision
+}
+
+// evaluator is the evaluation loop: the one goroutine that owns the core
+// engine. It takes in samples as they arrive, closes a window on every tick
+// of its own ticker (so a dead cluster or ZooKeeper never delays it),
+// applies override changes between windows, and restores the persisted
+// state the publisher reads. In this order, per window: Tick the engine,
+// export metrics and history, offer every decision to the publisher (which
+// persists it before it reports a switch).
+type evaluator struct {
+	m        *Monitor
+	engine   *core.Engine
+	pub      *publisher
+	samples  <-chan received
+	restores <-chan restoreMsg
+
+	gen       int64 // > 0 while leading: the seed generation to offer with
+	overrides map[string]*znode.Override
+	last      core.Evaluation
+	stagger   map[string]string
+	kinds     map[string]string
+	expiry    *time.Timer
+}
+
+func (e *evaluator) run(ctx context.Context) {
+	ticker := time.NewTicker(e.m.cfg.Window)
+	defer ticker.Stop()
+	e.expiry = time.NewTimer(time.Hour)
+	e.expiry.Stop()
+	e.stagger, e.kinds = map[string]string{}, map[string]string{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-e.samples:
+			e.engine.Observe(&r.sample, r.at)
+			e.m.steps.Store(e.engine.Counters().Steps)
+		case now := <-ticker.C:
+			e.tick(now)
+		case msg := <-e.restores:
+			e.restore(msg, time.Now())
+		case <-e.m.ovPoke:
+			e.overrides = e.m.currentOverrides()
+			e.redecide(time.Now())
+		case now := <-e.expiry.C:
+			e.redecide(now)
+		}
+	}
+}
+
+func (e *evaluator) tick(now time.Time) {
+	ev, err := e.engine.Tick(now, e.overrides)
+	if err != nil {
+		e.m.log.Warn("evaluation window skipped", "err", err)
+		return
+	}
+	e.last = ev
+	e.m.m.evaluations.Inc()
+	e.m.m.lastEvaluation.Set(float64(now.UnixNano()) / 1e9)
+	for i, d := range ev.Decisions {
+		if !slices.Contains(e.m.cfg.Services, d.Service) {
+			continue
+		}
+		sv := ev.Stagger[i]
+		e.stagger[d.Service] = sv.Detail
+		e.m.m.stagger.WithLabelValues(d.Service).Set(b2f(sv.Violated))
+		e.exportVerdicts(d.Service)
+		e.m.hist.addPoint(d.Service, e.point(d.Service, d.State.Active, now))
+		e.offer(d)
+	}
+	e.m.evaluated.Store(true)
+	e.publishSnapshot(now)
+	e.armExpiry(now)
+}
+
+// restore continues from persisted selections: as the new leader (gen > 0)
+// or as a follower mirroring the leader (gen == 0).
+func (e *evaluator) restore(msg restoreMsg, now time.Time) {
+	for _, sel := range msg.sels {
+		if err := e.engine.Restore(sel); err != nil {
+			e.m.log.Warn("cannot continue from the published selection", "service", sel.Service, "err", err)
+		}
+	}
+	e.gen = msg.gen
+	if e.gen > 0 {
+		// An override may have begun or ended since the old leader wrote.
+		e.redecide(now)
+	}
+	e.publishSnapshot(e.snapshotTime())
+}
+
+// redecide applies override changes (and expiries) between windows.
+func (e *evaluator) redecide(now time.Time) {
+	for _, d := range e.engine.Redecide(now, e.overrides) {
+		if !slices.Contains(e.m.cfg.Services, d.Service) {
+			continue
+		}
+		if d.OverrideEnded {
+			e.m.log.Info("override ended", "service", d.Service, "active", d.State.Active)
+		}
+		e.offer(d)
+	}
+	e.publishSnapshot(e.snapshotTime())
+	e.armExpiry(now)
+}
+
+// offer hands a decision to the publisher while leading, and exports the
+// decision's gauges either way.
+func (e *evaluator) offer(d core.Decision) {
+	st := d.State
+	e.kinds[d.Service] = d.Kind.String()
+	for _, side := range pipeline.Sides() {
+		e.m.m.activeSide.WithLabelValues(d.Service, side).Set(b2f(st.Active == side))
+	}
+	e.m.m.degraded.WithLabelValues(d.Service).Set(b2f(st.Degraded))
+	e.m.m.overrideOn.WithLabelValues(d.Service).Set(b2f(st.Override != nil))
+	e.m.m.epoch.WithLabelValues(d.Service).Set(float64(st.Epoch))
+	if e.gen == 0 {
+		if d.Switched {
+			e.m.log.Debug("follower decided a switch; the leader publishes", "service", d.Service, "to", st.Active)
+		}
+		return
+	}
+	sel := st.Selection()
+	sel.StaggerViolation = e.stagger[d.Service]
+	e.pub.offer(offer{gen: e.gen, sel: sel, switched: d.Switched, kind: d.Kind.String()})
+}
+
+func (e *evaluator) exportVerdicts(service string) {
+	for _, side := range pipeline.Sides() {
+		v, ok := e.last.Verdict(service, side)
+		if !ok {
+			continue
+		}
+		e.m.m.sideHealthy.WithLabelValues(service, side).Set(b2f(v.Healthy))
+		e.m.m.sideQPS.WithLabelValues(service, side).Set(v.Stats.QPS)
+		e.m.m.sideLag.WithLabelValues(service, side).Set(float64(v.Stats.LagP99Ms) / 1000)
+		e.m.m.sideInstances.WithLabelValues(service, side).Set(float64(v.Stats.Instances))
+		for _, r := range core.AllRules() {
+			e.m.m.sideReason.WithLabelValues(service, side, r.String()).Set(b2f(v.Failing(r)))
+		}
+	}
+}
+
+func (e *evaluator) point(service, active string, at time.Time) Point {
+	p := Point{At: at, Active: active}
+	for i, side := range pipeline.Sides() {
+		v, _ := e.last.Verdict(service, side)
+		sp := SidePoint{Healthy: v.Healthy, QPS: v.Stats.QPS, LagP99Ms: v.Stats.LagP99Ms}
+		if i == 0 {
+			p.Primary = sp
+		} else {
+			p.Standby = sp
+		}
+	}
+	return p
+}
+
+// armExpiry sets the timer to the earliest future end of an override in force.
+func (e *evaluator) armExpiry(now time.Time) {
+	e.expiry.Stop()
+	var next time.Time
+	for _, o := range e.overrides {
+		if o != nil && o.Until.After(now) && (next.IsZero() || o.Until.Before(next)) {
+			next = o.Until
+		}
+	}
+	if !next.IsZero() {
+		e.expiry.Reset(next.Sub(now) + time.Millisecond)
+	}
+}
+
+func (e *evaluator) snapshotTime() time.Time {
+	if s := e.m.snap.Load(); s != nil {
+		return s.lastEvaluation
+	}
+	return time.Time{}
+}
+
+// publishSnapshot stores the local decisions for Status (read by other goroutines).
+func (e *evaluator) publishSnapshot(lastEval time.Time) {
+	s := &snapshot{lastEvaluation: lastEval, local: map[string]*LocalDecision{}}
+	for _, svc := range e.m.cfg.Services {
+		st := e.engine.State(svc)
+		if st.Active == "" {
+			continue
+		}
+		ld := &LocalDecision{Active: st.Active, Kind: e.kinds[svc], Reason: st.Reason, Degraded: st.Degraded, Epoch: st.Epoch,
+			DecidedAt: st.DecidedAt, Sides: map[string]SideVerdict{}, StaggerViolation: e.stagger[svc]}
+		for _, side := range pipeline.Sides() {
+			v, ok := e.last.Verdict(svc, side)
+			if !ok {
+				continue
+			}
+			ld.Sides[side] = SideVerdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), QPS: v.Stats.QPS,
+				LagP99Ms: v.Stats.LagP99Ms, LagMaxMs: v.Stats.LagMaxMs, Samples: v.Stats.Samples,
+				Instances: v.Stats.Instances, TopicPartitions: v.Stats.TopicPartitions,
+				Unassigned: v.Stats.UnassignedCount, Build: v.Stats.NewestBuild().Build}
+		}
+		s.local[svc] = ld
+	}
+	e.m.snap.Store(s)
+}

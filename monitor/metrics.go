@@ -1,0 +1,90 @@
+package monitor
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// metrics are the monitor's Prometheus metrics (DESIGN §6). Labels are only
+// service, side, role and reason. Every replica exports the decision it
+// holds (the leader's own, a follower's mirror of the published one);
+// switches and publications are counted by the replica that wrote them.
+type metrics struct {
+	activeSide    *prometheus.GaugeVec // service, side
+	degraded      *prometheus.GaugeVec // service
+	switches      *prometheus.CounterVec
+	overrideOn    *prometheus.GaugeVec // service
+	stagger       *prometheus.GaugeVec // service
+	epoch         *prometheus.GaugeVec // service
+	sideHealthy   *prometheus.GaugeVec // service, side
+	sideReason    *prometheus.GaugeVec // service, side, reason
+	sideQPS       *prometheus.GaugeVec // service, side
+	sideLag       *prometheus.GaugeVec // service, side
+	sideInstances *prometheus.GaugeVec // service, side
+
+	leader         prometheus.Gauge
+	zkConnected    prometheus.Gauge
+	publications   *prometheus.CounterVec // service
+	publishErrors  *prometheus.CounterVec // service, reason
+	lastPublished  *prometheus.GaugeVec   // service
+	evaluations    prometheus.Counter
+	lastEvaluation prometheus.Gauge
+	steps          prometheus.CounterFunc
+
+	samples        *prometheus.CounterVec // side
+	badSamples     *prometheus.CounterVec // side, reason
+	consumerErrors *prometheus.CounterVec // side
+}
+
+func newMetrics(reg prometheus.Registerer, steps func() float64) *metrics {
+	f := promauto.With(reg)
+	return &metrics{
+		activeSide: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_service_active_side",
+			Help: "1 for the side the read side should use for the service, 0 for the other."}, []string{"service", "side"}),
+		degraded: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_service_degraded",
+			Help: "1 while both sides of the service are unhealthy (the active side stays)."}, []string{"service"}),
+		switches: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_switches_total",
+			Help: "Changes of the active side this replica published, by the side switched to and why (failover, return, override, first)."}, []string{"service", "side", "reason"}),
+		overrideOn: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_service_override_active",
+			Help: "1 while an operator override decides the service's active side."}, []string{"service"}),
+		stagger: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_service_stagger_violation",
+			Help: "1 while both sides of the service run a build newer than the stagger period."}, []string{"service"}),
+		epoch: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_service_epoch",
+			Help: "Epoch of the service's selection: the number of changes of its active side."}, []string{"service"}),
+		sideHealthy: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_side_healthy",
+			Help: "1 when the last evaluation window found the side of the service healthy."}, []string{"service", "side"}),
+		sideReason: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_side_unhealthy_reason",
+			Help: "1 for each rule the side of the service failed in the last window."}, []string{"service", "side", "reason"}),
+		sideQPS: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_side_qps",
+			Help: "Input events per second of the side of the service over the last window."}, []string{"service", "side"}),
+		sideLag: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_side_lag_p99_seconds",
+			Help: "Merged p99 event lag of the side of the service over the last window."}, []string{"service", "side"}),
+		sideInstances: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_side_instances",
+			Help: "Instances of the side of the service that reported within the heartbeat timeout."}, []string{"service", "side"}),
+
+		leader: f.NewGauge(prometheus.GaugeOpts{Name: "hotpair_monitor_leader",
+			Help: "1 while this monitor replica is the elected leader (the only writer)."}),
+		zkConnected: f.NewGauge(prometheus.GaugeOpts{Name: "hotpair_monitor_zk_connected",
+			Help: "1 while this replica has a ZooKeeper session."}),
+		publications: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_publications_total",
+			Help: "Selections this replica wrote to ZooKeeper."}, []string{"service"}),
+		publishErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_publish_errors_total",
+			Help: "Selection writes that failed, by reason: fenced (this replica no longer leads), version_conflict, acl, zk (ZooKeeper unreachable or erroring)."},
+			[]string{"service", "reason"}),
+		lastPublished: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_monitor_last_publication_timestamp_seconds",
+			Help: "When this replica last wrote the service's selection."}, []string{"service"}),
+		evaluations: f.NewCounter(prometheus.CounterOpts{Name: "hotpair_monitor_evaluations_total",
+			Help: "Evaluation windows closed."}),
+		lastEvaluation: f.NewGauge(prometheus.GaugeOpts{Name: "hotpair_monitor_last_evaluation_timestamp_seconds",
+			Help: "When the last evaluation window closed."}),
+		steps: f.NewCounterFunc(prometheus.CounterOpts{Name: "hotpair_monitor_aggregation_steps_total",
+			Help: "Aggregation steps: exactly one per health sample handed to the windows (never fed by the monitor's own output)."}, steps),
+
+		samples: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_samples_total",
+			Help: "Health samples read, by the cluster (side) they came from."}, []string{"side"}),
+		badSamples: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_bad_samples_total",
+			Help: "Health samples skipped as bad, by side and reason."}, []string{"side", "reason"}),
+		consumerErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_consumer_errors_total",
+			Help: "Errors reading hotpair-health, by the cluster (side)."}, []string{"side"}),
+	}
+}

@@ -1,0 +1,350 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor/core"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// Options configure a Monitor.
+type Options struct {
+	// Config is the daemon's configuration (LoadConfig, or DefaultConfig
+	// with servers and brokers filled in).
+	Config Config
+
+	// Injected dependencies.
+
+	// Logger receives the monitor's logs. Default: discard.
+	Logger *slog.Logger
+	// Registerer receives the monitor's metrics. Default: a new registry.
+	// Two replicas in one process need a registry each.
+	Registerer prometheus.Registerer
+	// Gatherer serves /metrics. Default: Registerer when it is a Gatherer.
+	Gatherer prometheus.Gatherer
+	// KafkaOptions are extra franz-go options for both health consumers.
+	KafkaOptions []kgo.Opt
+}
+
+// Monitor is one monitor replica: it consumes hotpair-health of both
+// clusters, evaluates every window, takes part in the leader election and,
+// while it leads, publishes every service's selection to ZooKeeper.
+//
+// Lifecycle: Run runs until its ctx ends. Cancelling ctx is a clean stop:
+// the ZooKeeper session is closed, so the replica's election node goes at
+// once and a follower takes over within moments. Kill is a crash: the
+// connection is cut without closing the session, so the node stays until
+// ZooKeeper expires the session (zk.session_timeout) and only then does a
+// follower take over. A Monitor runs once.
+type Monitor struct {
+	cfg    Config
+	id     string
+	log    *slog.Logger
+	m      *metrics
+	gather prometheus.Gatherer
+	paths  znode.Paths
+	creds  *zkutil.Credentials
+	policy ACLPolicy
+	kopts  []kgo.Opt
+	hist   *history
+
+	steps     atomic.Uint64
+	leader    atomic.Pointer[leadership]
+	zkUp      atomic.Bool
+	evaluated atomic.Bool
+	snap      atomic.Pointer[snapshot]
+	pub       atomic.Pointer[publisher]
+	httpAddr  atomic.Pointer[string]
+
+	ran     atomic.Bool
+	killMu  sync.Mutex
+	killed  bool
+	sess    *session
+	stopRun context.CancelFunc
+
+	ovMu      sync.Mutex
+	overrides map[string]*znode.Override
+	ovPoke    chan struct{}
+}
+
+// New validates the options and returns a Monitor ready to Run.
+func New(o Options) (*Monitor, error) {
+	if err := o.Config.Validate(); err != nil {
+		return nil, err
+	}
+	creds, err := o.Config.ZK.credentials()
+	if err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer == nil {
+		r := prometheus.NewRegistry()
+		o.Registerer, o.Gatherer = r, r
+	}
+	if o.Gatherer == nil {
+		g, ok := o.Registerer.(prometheus.Gatherer)
+		if !ok {
+			return nil, errors.New("monitor: Options.Gatherer is required when Options.Registerer is not a Gatherer")
+		}
+		o.Gatherer = g
+	}
+	id := o.Config.ID
+	if id == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	mon := &Monitor{
+		cfg: o.Config, id: id, log: o.Logger.With("replica", id), gather: o.Gatherer,
+		paths: znode.NewPaths(o.Config.ZK.Root), creds: creds, policy: o.Config.policy(creds),
+		kopts: o.KafkaOptions, hist: newHistory(o.Config.History), ovPoke: make(chan struct{}, 1),
+	}
+	mon.m = newMetrics(o.Registerer, func() float64 { return float64(mon.steps.Load()) })
+	mon.leader.Store(&leadership{})
+	return mon, nil
+}
+
+// ID is the replica's name in the election and the logs.
+func (m *Monitor) ID() string { return m.id }
+
+// IsLeader reports whether this replica leads (and so is the one writer).
+func (m *Monitor) IsLeader() bool { return m.leader.Load().Leader }
+
+// Ready reports whether the replica has a usable ZooKeeper session and has
+// evaluated at least one window.
+func (m *Monitor) Ready() bool { return m.zkUp.Load() && m.evaluated.Load() }
+
+// HTTPAddr is the address the HTTP endpoint listens on once Run started it
+// ("" before, or with http.listen off).
+func (m *Monitor) HTTPAddr() string {
+	if p := m.httpAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Kill stops the replica the way a crash would: its ZooKeeper connection is
+// cut without closing the session (the election node stays until the
+// session expires), and Run returns ErrKilled. For fault injection.
+func (m *Monitor) Kill() {
+	m.killMu.Lock()
+	defer m.killMu.Unlock()
+	m.killed = true
+	if m.sess != nil {
+		m.sess.kill()
+	}
+	if m.stopRun != nil {
+		m.stopRun()
+	}
+}
+
+// Run runs the replica until ctx ends (nil error), Kill (ErrKilled), or a
+// fatal error: the HTTP address cannot be bound, or ZooKeeper's ACLs refuse
+// the monitor identity (ErrACL). A ZooKeeper or Kafka outage is not fatal:
+// the replica keeps evaluating and catches up when they return.
+func (m *Monitor) Run(ctx context.Context) error {
+	if !m.ran.CompareAndSwap(false, true) {
+		return errors.New("monitor: Run called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sess, err := dialSession(sessionOptions{servers: m.cfg.ZK.Servers, timeout: m.cfg.ZK.SessionTimeout,
+		auth: m.creds, log: m.log, onState: m.onZKState})
+	if err != nil {
+		return err
+	}
+	m.killMu.Lock()
+	m.sess, m.stopRun = sess, cancel
+	if m.killed {
+		sess.kill()
+		cancel()
+	}
+	m.killMu.Unlock()
+
+	var ln net.Listener
+	if m.cfg.HTTP.Listen != "off" {
+		if ln, err = net.Listen("tcp", m.cfg.HTTP.Listen); err != nil {
+			sess.close()
+			return fmt.Errorf("monitor: http.listen: %w", err)
+		}
+		addr := ln.Addr().String()
+		m.httpAddr.Store(&addr)
+	}
+	fatal := make(chan error, 1)
+	var wg sync.WaitGroup
+	m.start(ctx, &wg, sess, fatal)
+	if ln != nil {
+		srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		wg.Go(func() { _ = srv.Serve(ln) })
+		wg.Go(func() {
+			<-ctx.Done()
+			sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
+			defer c()
+			_ = srv.Shutdown(sctx)
+		})
+	}
+	m.log.Info("monitor started", "zk", m.cfg.ZK.Servers, "root", m.paths.Root, "window", m.cfg.Window,
+		"acl", m.policy.Enabled(), "http", m.HTTPAddr())
+	select {
+	case <-ctx.Done():
+	case err = <-fatal:
+	}
+	cancel()
+	wg.Wait()
+	sess.close()
+	m.m.leader.Set(0)
+	m.m.zkConnected.Set(0)
+	m.killMu.Lock()
+	killed := m.killed
+	m.killMu.Unlock()
+	switch {
+	case err != nil:
+		m.log.Error("monitor stopped", "err", err)
+		return err
+	case killed:
+		m.log.Warn("monitor killed")
+		return ErrKilled
+	}
+	m.log.Info("monitor stopped")
+	return nil
+}
+
+// start starts every goroutine of a run, in dependency order: the session,
+// the layout then the election, the publisher and override watcher, the
+// consumers, and the evaluation loop.
+func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *session, fatal chan<- error) {
+	engine, err := core.NewEngine(m.cfg.Config, time.Now())
+	if err != nil {
+		fatal <- err // Validate in New makes this unreachable
+		return
+	}
+	restores := make(chan restoreMsg, 4)
+	samples := make(chan received, 1024)
+	retry := min(time.Second, m.cfg.Window/2)
+	pub := newPublisher(&publisher{s: sess, paths: m.paths, acl: m.policy.Selection(), services: m.cfg.Services,
+		window: m.cfg.Window, retry: retry, log: m.log, m: m.m, hist: m.hist,
+		leader: func() leadership { return *m.leader.Load() }, restore: restores})
+	m.pub.Store(pub)
+	el := &election{s: sess, dir: m.paths.LeaderDir(), data: m.candidateData(), acl: m.policy.Selection(),
+		log: m.log, retry: retry, report: func(l leadership) { m.setLeadership(l); pub.poke() }}
+	ow := &overrideWatcher{s: sess, paths: m.paths, services: m.cfg.Services, log: m.log, retry: retry,
+		notify: m.setOverrides}
+
+	wg.Go(func() { sess.run(ctx) })
+	wg.Go(func() {
+		if err := m.setup(ctx, sess, retry); err != nil {
+			fatal <- err
+			return
+		}
+		el.run(ctx)
+	})
+	wg.Go(func() { pub.run(ctx) })
+	wg.Go(func() { ow.run(ctx) })
+	topic := pipeline.TopicsWithPrefix(m.cfg.TopicPrefix).Health
+	for i, cl := range []ClusterConfig{m.cfg.Clusters.Primary, m.cfg.Clusters.Standby} {
+		c := &consumer{side: pipeline.Sides()[i], brokers: cl.Brokers, topic: topic, log: m.log, m: m.m,
+			out: samples, now: time.Now, opts: m.kopts}
+		wg.Go(func() {
+			if err := c.run(ctx); err != nil {
+				fatal <- fmt.Errorf("monitor: health consumer of %s: %w", c.side, err)
+			}
+		})
+	}
+	ev := &evaluator{m: m, engine: engine, pub: pub, samples: samples, restores: restores}
+	wg.Go(func() { ev.run(ctx) })
+}
+
+// setup creates the znode layout once the session is usable. A refusal by
+// ZooKeeper's ACLs is fatal: it will not fix itself.
+func (m *Monitor) setup(ctx context.Context, sess *session, retry time.Duration) error {
+	pokes := sess.subscribe()
+	for {
+		if sess.usable() {
+			err := ensureLayout(sess.conn, m.paths, m.policy, m.cfg.Services)
+			if err == nil {
+				return nil
+			}
+			if errors.Is(err, ErrACL) {
+				return err
+			}
+			m.log.Warn("creating the znode layout failed; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-pokes:
+		case <-time.After(retry):
+		}
+	}
+}
+
+func (m *Monitor) candidateData() []byte {
+	c := Candidate{ID: m.id, Since: time.Now().UTC()}
+	if l := m.cfg.HTTP.Listen; l != "off" {
+		host, port, _ := net.SplitHostPort(l)
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host, _ = os.Hostname()
+		}
+		c.HTTP = net.JoinHostPort(host, port)
+	}
+	b, _ := json.Marshal(c)
+	return b
+}
+
+func (m *Monitor) onZKState(s zk.State) {
+	up := s == zk.StateHasSession
+	m.zkUp.Store(up)
+	m.m.zkConnected.Set(b2f(up))
+}
+
+func (m *Monitor) setLeadership(l leadership) {
+	prev := m.leader.Swap(&l)
+	m.m.leader.Set(b2f(l.Leader))
+	if prev.Leader != l.Leader {
+		if l.Leader {
+			m.log.Info("this replica now leads the monitors", "node", l.Node, "term", l.Term)
+		} else {
+			m.log.Warn("this replica no longer leads the monitors", "node", prev.Node)
+		}
+	}
+}
+
+func (m *Monitor) setOverrides(o map[string]*znode.Override) {
+	m.ovMu.Lock()
+	m.overrides = o
+	m.ovMu.Unlock()
+	select {
+	case m.ovPoke <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Monitor) currentOverrides() map[string]*znode.Override {
+	m.ovMu.Lock()
+	defer m.ovMu.Unlock()
+	return m.overrides
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,125 @@
+package monitor
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotpair/hotpair/internal/znode"
+)
+
+// Status is what `hotpair status`, /api/v1/status and the on-call page show.
+type Status struct {
+	Now  time.Time `json:"now"`
+	Root string    `json:"root"`
+	// Leader is the monitor replica that leads, as the election znodes say
+	// (nil: no monitor is running). Only set when read from ZooKeeper.
+	Leader     *Candidate `json:"leader,omitempty"`
+	Candidates int        `json:"candidates"`
+	// Replica is the answering monitor replica (nil from `hotpair status`).
+	Replica  *ReplicaStatus  `json:"replica,omitempty"`
+	Services []ServiceStatus `json:"services"`
+}
+
+// Candidate is what a monitor replica writes into its election znode.
+type Candidate struct {
+	ID    string    `json:"id"`
+	HTTP  string    `json:"http,omitempty"`
+	Since time.Time `json:"since"`
+}
+
+// ReplicaStatus is one monitor replica's own state.
+type ReplicaStatus struct {
+	ID          string `json:"id"`
+	Leader      bool   `json:"leader"`
+	ZKConnected bool   `json:"zk_connected"`
+	// Ready: connected to ZooKeeper and at least one window evaluated.
+	Ready  bool   `json:"ready"`
+	Window string `json:"window"`
+	// LastEvaluation is the end of the last evaluated window (zero before the first).
+	LastEvaluation time.Time `json:"last_evaluation"`
+	// Steps counts the aggregation steps: one per health sample taken in.
+	Steps uint64 `json:"aggregation_steps"`
+	// Switches are the recent changes of the active side, newest first.
+	Switches []Switch `json:"switches"`
+}
+
+// ServiceStatus is one service.
+type ServiceStatus struct {
+	Service string `json:"service"`
+	// Selection is the decision as published in ZooKeeper (nil before the
+	// first one). Its sides hold each side's verdict with its numbers.
+	Selection *znode.Selection `json:"selection"`
+	// Override is the service's override document, in force or ended.
+	Override       *znode.Override `json:"override,omitempty"`
+	OverrideActive bool            `json:"override_active"`
+	// Local is the answering replica's own latest decision (replica only):
+	// on a follower it can differ from the published one.
+	Local *LocalDecision `json:"local,omitempty"`
+	// History are the service's evaluation windows, oldest first (replica
+	// only, and only for the on-call page).
+	History []Point `json:"-"`
+}
+
+// LocalDecision is a replica's own latest decision for a service.
+type LocalDecision struct {
+	Active    string    `json:"active"`
+	Kind      string    `json:"kind"`
+	Reason    string    `json:"reason"`
+	Degraded  bool      `json:"degraded"`
+	Epoch     int64     `json:"epoch"`
+	DecidedAt time.Time `json:"decided_at"`
+	// Sides are this replica's verdicts of the last window, by side.
+	Sides map[string]SideVerdict `json:"sides"`
+	// StaggerViolation explains a staggered-deploy violation ("" if none).
+	StaggerViolation string `json:"stagger_violation,omitempty"`
+}
+
+// SideVerdict is one side's verdict over one window, with its numbers.
+type SideVerdict struct {
+	Healthy         bool     `json:"healthy"`
+	Reasons         []string `json:"reasons"`
+	QPS             float64  `json:"qps"`
+	LagP99Ms        int64    `json:"lag_p99_ms"`
+	LagMaxMs        int64    `json:"lag_max_ms"`
+	Samples         int      `json:"samples"`
+	Instances       int      `json:"instances"`
+	TopicPartitions int32    `json:"topic_partitions"`
+	Unassigned      int      `json:"unassigned_partitions"`
+	Build           string   `json:"build,omitempty"`
+}
+
+// ReadStatus reads the status of services straight from ZooKeeper: it works
+// while every monitor is down.
+func ReadStatus(conn *zk.Conn, paths znode.Paths, services []string, now time.Time) (Status, error) {
+	st := Status{Now: now.UTC(), Root: paths.Root}
+	data, n, err := leaderOf(conn, paths.LeaderDir())
+	if err != nil {
+		return Status{}, err
+	}
+	st.Candidates = n
+	if data != nil {
+		var c Candidate
+		if json.Unmarshal(data, &c) != nil || c.ID == "" {
+			c = Candidate{ID: string(data)}
+		}
+		st.Leader = &c
+	}
+	for _, svc := range services {
+		ss := ServiceStatus{Service: svc}
+		sel, _, err := readSelection(conn, paths, svc)
+		if err != nil && !errors.Is(err, znode.ErrInvalid) {
+			return Status{}, err
+		}
+		ss.Selection = sel
+		o, _, err := ReadOverride(conn, paths, svc)
+		if err != nil && !errors.Is(err, znode.ErrInvalid) {
+			return Status{}, err
+		}
+		ss.Override, ss.OverrideActive = o, o.ActiveAt(now)
+		st.Services = append(st.Services, ss)
+	}
+	return st, nil
+}
