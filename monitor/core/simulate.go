@@ -55,9 +55,11 @@ type SimResult struct {
 // Simulate replays a recorded history through the same Engine the monitor
 // runs: samples are observed in the order of their receive time, and a
 // window closes at every multiple of cfg.Window (since the Unix epoch) from
-// the first sample on, until the last sample's window has closed. A window (start, end] holds the samples
-// received after its start up to and including its end. No override is applied. The history is not
-// modified.
+// the first sample on, until the window holding the last sample has closed.
+// A window (start, end] holds the samples received after its start up to
+// and including its end. Every service starts on the preferred side, so a
+// failover in the first window counts as a switch. No override is applied.
+// The history is not modified.
 func Simulate(cfg Config, history []Record) (SimResult, error) {
 	recs := make([]*Record, 0, len(history))
 	for i := range history {
@@ -73,6 +75,9 @@ func Simulate(cfg Config, history []Record) (SimResult, error) {
 	e, err := NewEngine(cfg, start)
 	if err != nil {
 		return SimResult{}, err
+	}
+	for _, svc := range pipeline.Services() { // the replay starts on the preferred side
+		e.states[svc] = State{Service: svc, Active: cfg.Decision.Preferred, Preferred: cfg.Decision.Preferred, Epoch: 1}
 	}
 	res := SimResult{From: start, DegradedWindows: map[string]int{}, StaggerWindows: map[string]int{},
 		UnhealthyWindows: map[string]int{}, Final: map[string]State{}}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hotpair/hotpair/monitor/core"
+	"github.com/hotpair/hotpair/monitor/core/history"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+const simulateSynopsis = `monitor simulate (--file PATH | --primary-brokers B --standby-brokers B [--since 6h]) [threshold flags] [--json]
+
+Replays a recorded health history through the monitor's decision code with the
+given thresholds and prints the switches it would have made.`
+
+// simulateFlags maps each threshold flag to the config key it sets, so that
+// a rejected value names the flag.
+var simulateFlags = map[string]string{
+	"window": "window", "sample-interval": "rules.sample_interval", "heartbeat-missed": "rules.heartbeat_missed",
+	"partition-grace": "rules.partition_grace", "rate-ratio": "rules.rate_ratio", "rate-reference": "rules.rate_reference",
+	"lag-limit": "rules.lag_limit", "preferred": "decision.preferred", "failover-after": "decision.failover_after",
+	"grace": "decision.grace", "stagger": "stagger.period",
+}
+
+// runMonitorSimulate is "hotpair monitor simulate".
+func runMonitorSimulate(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "monitor simulate", simulateSynopsis)
+	file := fs.String("file", "", "JSON-lines history: one HealthSample per line, optionally with \"received_at\" (- for stdin)")
+	var primary, standby listFlag
+	fs.Var(&primary, "primary-brokers", "read the history from the hotpair-health topic of the primary cluster (comma-separated brokers)")
+	fs.Var(&standby, "standby-brokers", "… and of the standby cluster")
+	since := fs.String("since", "6h", "with brokers: read records from this long ago (a duration) or since this RFC 3339 time")
+	prefix := fs.String("topic-prefix", "", "with brokers: prefix of the topic names")
+	timeout := fs.Duration("timeout", 2*time.Minute, "with brokers: give up reading after this long")
+	save := fs.String("save", "", "with brokers: also write the history read to this JSON-lines file, for later replays")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	cfg := core.DefaultConfig()
+	fs.DurationVar(&cfg.Window, "window", cfg.Window, "evaluation window")
+	fs.DurationVar(&cfg.Rules.SampleInterval, "sample-interval", cfg.Rules.SampleInterval, "the pipelines' health sample interval")
+	fs.IntVar(&cfg.Rules.HeartbeatMissed, "heartbeat-missed", cfg.Rules.HeartbeatMissed, "no_heartbeat after this many sample intervals without a sample")
+	fs.DurationVar(&cfg.Rules.PartitionGrace, "partition-grace", cfg.Rules.PartitionGrace, "partitions_uncovered after partitions stay unassigned this long")
+	fs.Float64Var(&cfg.Rules.RateRatio, "rate-ratio", cfg.Rules.RateRatio, "input_rate_low below this fraction of the other side's QPS")
+	fs.Float64Var(&cfg.Rules.RateReference, "rate-reference", cfg.Rules.RateReference, "… judged only when the other side has at least this QPS")
+	fs.DurationVar(&cfg.Rules.LagLimit, "lag-limit", cfg.Rules.LagLimit, "lag_high above this merged p99 event lag")
+	fs.StringVar(&cfg.Decision.Preferred, "preferred", cfg.Decision.Preferred, "the preferred side")
+	fs.IntVar(&cfg.Decision.FailoverAfter, "failover-after", cfg.Decision.FailoverAfter, "switch after this many consecutive unhealthy windows")
+	fs.DurationVar(&cfg.Decision.Grace, "grace", cfg.Decision.Grace, "return to the preferred side after it is healthy this long")
+	fs.DurationVar(&cfg.Stagger.Period, "stagger", cfg.Stagger.Period, "staggered-deploy period (0: off)")
+	if code, done := parse(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	brokers := len(primary) > 0 || len(standby) > 0
+	switch {
+	case *file == "" && !brokers:
+		return usageError(fs, a.stderr, "give --file, or --primary-brokers and --standby-brokers")
+	case *file != "" && brokers:
+		return usageError(fs, a.stderr, "give --file or brokers, not both")
+	case brokers && (len(primary) == 0 || len(standby) == 0):
+		return usageError(fs, a.stderr, "give both --primary-brokers and --standby-brokers: a side without history would read as dead")
+	case !brokers && (*save != "" || isSet(fs, "since") || isSet(fs, "topic-prefix")):
+		return usageError(fs, a.stderr, "--since, --topic-prefix and --save apply to brokers only")
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError(fs, a.stderr, "%s", flagNames(err))
+	}
+	sinceT, err := parseSince(*since, time.Now())
+	if err != nil {
+		return usageError(fs, a.stderr, "--since: %v", err)
+	}
+
+	var recs []core.Record
+	if *file != "" {
+		recs, err = readHistoryFile(*file)
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, *timeout)
+		recs, err = readHistoryTopics(rctx, a, primary, standby, pipeline.TopicsWithPrefix(*prefix).Health, sinceT)
+		cancel()
+		if err == nil && *save != "" {
+			err = saveHistory(*save, recs)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)
+		return 1
+	}
+	res, err := core.Simulate(cfg, recs)
+	if err != nil {
+		fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)
+		return 1
+	}
+	if *asJSON {
+		err = printSimulationJSON(a.stdout, cfg, res)
+	} else {
+		err = printSimulation(a.stdout, cfg, res)
+	}
+	if err != nil {
+		fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)
+		return 1
+	}
+	return 0
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// flagNames rewrites config keys in a validation error as the flags that set them.
+func flagNames(err error) string {
+	msg := err.Error()
+	for flagName, key := range simulateFlags {
+		msg = strings.ReplaceAll(msg, "monitor: "+key+" ", "--"+flagName+" ")
+	}
+	return strings.ReplaceAll(msg, "\n", "; ")
+}
+
+// parseSince reads a duration back from now or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q is negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration (6h) nor an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
+func readHistoryFile(path string) ([]core.Record, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	recs, err := history.ReadJSONLines(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return recs, nil
+}
+
+func readHistoryTopics(ctx context.Context, a *app, primary, standby []string, topic string, since time.Time) ([]core.Record, error) {
+	var all []core.Record
+	for _, c := range []struct {
+		side    string
+		brokers []string
+	}{{pipeline.SidePrimary, primary}, {pipeline.SideStandby, standby}} {
+		recs, st, err := history.ReadTopic(ctx, history.TopicOptions{Brokers: c.brokers, Side: c.side, Topic: topic, Since: since})
+		if err != nil {
+			return nil, err
+		}
+		a.logger.Info("history read", "side", c.side, "topic", topic, "records", st.Records,
+			"samples", len(recs), "bad", st.Bad, "wrong_side", st.WrongSide)
+		all = append(all, recs...)
+	}
+	return all, nil
+}
+
+func saveHistory(path string, recs []core.Record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := history.WriteJSONLines(f, recs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func printSimulation(w io.Writer, cfg core.Config, res core.SimResult) error {
+	c := res.Counters
+	fmt.Fprintf(w, "replayed %d samples (%d duplicates, %d ignored) from %s to %s: %d windows of %s\n",
+		c.Merged, c.Duplicates, c.Ignored, res.From.UTC().Format(time.RFC3339), res.To.UTC().Format(time.RFC3339), res.Windows, cfg.Window)
+	r, d := cfg.Rules, cfg.Decision
+	fmt.Fprintf(w, "thresholds: grace %s, failover_after %d, lag_limit %s, rate_ratio %g (reference %g ev/s), heartbeat %d × %s, partition_grace %s\n\n",
+		d.Grace, d.FailoverAfter, r.LagLimit, r.RateRatio, r.RateReference, r.HeartbeatMissed, r.SampleInterval, r.PartitionGrace)
+	if len(res.Switches) == 0 {
+		fmt.Fprintln(w, "no switches")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME\tSERVICE\tSWITCH\tKIND\tREASON")
+		for _, s := range res.Switches {
+			fmt.Fprintf(tw, "%s\t%s\t%s → %s\t%s\t%s\n", s.At.UTC().Format(time.RFC3339), s.Service, s.From, s.To, s.KindName, s.Reason)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	var sw, deg, unh, stg []string
+	for _, svc := range pipeline.Services() {
+		n := 0
+		for _, s := range res.Switches {
+			if s.Service == svc {
+				n++
+			}
+		}
+		sw = append(sw, fmt.Sprintf("%s %d", svc, n))
+		deg = append(deg, fmt.Sprintf("%s %d", svc, res.DegradedWindows[svc]))
+		stg = append(stg, fmt.Sprintf("%s %d", svc, res.StaggerWindows[svc]))
+		for _, side := range pipeline.Sides() {
+			unh = append(unh, fmt.Sprintf("%s/%s %d", svc, side, res.UnhealthyWindows[svc+"/"+side]))
+		}
+	}
+	_, err := fmt.Fprintf(w, "switches: %s (%d in all)\nunhealthy windows: %s\ndegraded windows: %s\nstagger-violation windows: %s\n",
+		strings.Join(sw, ", "), len(res.Switches), strings.Join(unh, ", "), strings.Join(deg, ", "), strings.Join(stg, ", "))
+	return err
+}
+
+// simulationJSON is the --json output.
+type simulationJSON struct {
+	From             time.Time      `json:"from"`
+	To               time.Time      `json:"to"`
+	Window           string         `json:"window"`
+	Windows          int            `json:"windows"`
+	Samples          uint64         `json:"samples"`
+	Duplicates       uint64         `json:"duplicates"`
+	Ignored          uint64         `json:"ignored"`
+	Thresholds       map[string]any `json:"thresholds"`
+	Switches         []core.Switch  `json:"switches"`
+	UnhealthyWindows map[string]int `json:"unhealthy_windows"`
+	DegradedWindows  map[string]int `json:"degraded_windows"`
+	StaggerWindows   map[string]int `json:"stagger_windows"`
+}
+
+func printSimulationJSON(w io.Writer, cfg core.Config, res core.SimResult) error {
+	out := simulationJSON{From: res.From.UTC(), To: res.To.UTC(), Window: cfg.Window.String(), Windows: res.Windows,
+		Samples: res.Counters.Merged, Duplicates: res.Counters.Duplicates, Ignored: res.Counters.Ignored,
+		Thresholds: thresholds(cfg), Switches: res.Switches, UnhealthyWindows: res.UnhealthyWindows,
+		DegradedWindows: res.DegradedWindows, StaggerWindows: res.StaggerWindows}
+	if out.Switches == nil {
+		out.Switches = []core.Switch{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return errors.Join(errors.New("encoding the result"), err)
+	}
+	return nil
+}
+
+// thresholds lists the config by its YAML keys, durations as strings.
+func thresholds(c core.Config) map[string]any {
+	r, d := c.Rules, c.Decision
+	return map[string]any{
+		"window": c.Window.String(), "rules.sample_interval": r.SampleInterval.String(),
+		"rules.heartbeat_missed": r.HeartbeatMissed, "rules.partition_grace": r.PartitionGrace.String(),
+		"rules.rate_ratio": r.RateRatio, "rules.rate_reference": r.RateReference, "rules.lag_limit": r.LagLimit.String(),
+		"decision.preferred": d.Preferred, "decision.failover_after": d.FailoverAfter, "decision.grace": d.Grace.String(),
+		"stagger.period": c.Stagger.Period.String(),
+	}
+}
