@@ -1,0 +1,255 @@
+package selector
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// cluster is one side's kfake cluster and a goka-compatible producer.
+type cluster struct {
+	t      testing.TB
+	c      *kfake.Cluster
+	cl     *kgo.Client
+	topics pipeline.Topics
+}
+
+func newCluster(t testing.TB, prefix string) *cluster {
+	t.Helper()
+	c := kafkatest.Cluster(t)
+	topics := pipeline.TopicsWithPrefix(prefix)
+	err := kafka.EnsureTopics(t.Context(), c.ListenAddrs(), 3, 1,
+		kafka.TopicSpec{Name: topics.BudgetStatus, Compacted: true},
+		kafka.TopicSpec{Name: topics.Pacing, Compacted: true},
+		kafka.TopicSpec{Name: topics.BidMultipliers, Compacted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{t: t, c: c, cl: kafkatest.Client(t, c.ListenAddrs()), topics: topics}
+}
+
+func (c *cluster) produce(topic, key string, v any) {
+	c.t.Helper()
+	var b []byte
+	if v != nil {
+		var err error
+		if b, err = pipeline.Encode(v); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: b}).FirstErr(); err != nil {
+		c.t.Fatalf("producing to %s: %v", topic, err)
+	}
+}
+
+func (c *cluster) produceRaw(topic, key, value string) {
+	c.t.Helper()
+	if err := c.cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+var testNow = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+
+func (c *cluster) status(campaign, status string) {
+	c.produce(c.topics.BudgetStatus, campaign, pipeline.BudgetStatus{V: 1, Campaign: campaign, Status: status,
+		Day: "2026-03-14", SpentTodayMicros: 1, SpentLifetimeMicros: 2, UpdatedAt: testNow})
+}
+
+func (c *cluster) pacing(campaign string, rate float64) {
+	c.produce(c.topics.Pacing, campaign, pipeline.Pacing{V: 1, Campaign: campaign, Rate: rate, UpdatedAt: testNow})
+}
+
+func (c *cluster) multiplier(campaign string, m float64) {
+	c.produce(c.topics.BidMultipliers, campaign, pipeline.BidMultiplier{V: 1, Campaign: campaign, Multiplier: m, UpdatedAt: testNow})
+}
+
+// runViews starts views of the two clusters, stopped at cleanup.
+func runViews(t testing.TB, primary, standby *cluster, prefix string) (*Views, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	v, err := NewViews(WithCluster(Primary, primary.c.ListenAddrs()...), WithCluster(Standby, standby.c.ListenAddrs()...),
+		WithTopicPrefix(prefix), WithLagInterval(100*time.Millisecond),
+		WithKafkaOptions(Primary, kgo.FetchMaxWait(200*time.Millisecond)),
+		WithKafkaOptions(Standby, kgo.FetchMaxWait(200*time.Millisecond)),
+		WithRegisterer(reg), WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Views.Run: %v", err)
+		}
+	})
+	return v, reg
+}
+
+func TestViewsAnswerFromBothClusters(t *testing.T) {
+	const prefix = "t1."
+	p, s := newCluster(t, prefix), newCluster(t, prefix)
+	// Written before the views start: they must read from the start.
+	p.status("c1", pipeline.StatusActive)
+	s.status("c1", pipeline.StatusDailyCapped)
+	p.pacing("c1", 0.5)
+	s.pacing("c1", 0.7)
+	p.multiplier("c1", 1.25)
+	s.multiplier("c1", 1.5)
+	v, reg := runViews(t, p, s, prefix)
+	waitUntil(t, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
+
+	for _, c := range []struct {
+		svc  Service
+		side Side
+		want func(Answer) bool
+	}{
+		{Budget, Primary, func(a Answer) bool { return a.Status == StateActive }},
+		{Budget, Standby, func(a Answer) bool { return a.Status == StateDailyCapped }},
+		{Pacer, Primary, func(a Answer) bool { return a.Rate == 0.5 }},
+		{Pacer, Standby, func(a Answer) bool { return a.Rate == 0.7 }},
+		{Bidder, Primary, func(a Answer) bool { return a.Multiplier == 1.25 }},
+		{Bidder, Standby, func(a Answer) bool { return a.Multiplier == 1.5 }},
+	} {
+		a := v.Get(c.svc, "c1", c.side)
+		if !a.Found || a.From != c.side || a.Fallback() || !c.want(a) || !a.UpdatedAt.Equal(testNow) {
+			t.Errorf("Get(%s, c1, %s) = %+v", c.svc, c.side, a)
+		}
+	}
+	if a := v.Get(Budget, "c1", Primary); !a.Day.Equal(time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("budget day = %v", a.Day)
+	}
+
+	// Continuously updated, and a key only one side has seen falls back.
+	p.pacing("c1", 0.25)
+	s.pacing("c2", 0.9)
+	waitUntil(t, 10*time.Second, "the update arrives", func() bool { return v.Get(Pacer, "c1", Primary).Rate == 0.25 })
+	waitUntil(t, 10*time.Second, "c2 arrives", func() bool { return v.Get(Pacer, "c2", Standby).Found })
+	a := v.Get(Pacer, "c2", Primary)
+	if !a.Found || a.From != Standby || !a.Fallback() || a.Rate != 0.9 {
+		t.Fatalf("Get(pacer, c2, primary) = %+v, want 0.9 from standby as a fallback", a)
+	}
+	if got := metricValue(t, reg, "hotpair_view_fallbacks_total", "service", "pacer", "side", "primary"); got != 1 {
+		t.Errorf("fallbacks{pacer,primary} = %v, want 1", got)
+	}
+	if a := v.Get(Bidder, "nobody", Primary); a.Found {
+		t.Errorf("Get of an unknown campaign = %+v", a)
+	}
+
+	// Bad records change nothing and are counted; a tombstone removes the value.
+	p.produceRaw(p.topics.Pacing, "c1", `{"v":1,"campaign":"c1","rate":`)
+	p.produceRaw(p.topics.Pacing, "c1", `{"v":1,"campaign":"c1","rate":7,"target_micros":0,"actual_micros":0,"updated_at":"2026-03-14T00:00:00Z"}`)
+	p.produce(p.topics.Pacing, "c1", pipeline.Pacing{V: 1, Campaign: "other", Rate: 0.1, UpdatedAt: testNow})
+	p.produce(p.topics.BidMultipliers, "c1", nil)
+	waitUntil(t, 10*time.Second, "the tombstone arrives", func() bool { return v.Get(Bidder, "c1", Primary).Fallback() })
+	waitUntil(t, 10*time.Second, "the bad records are counted", func() bool {
+		return metricValue(t, reg, "hotpair_view_bad_records_total", "side", "primary", "reason", "invalid_json") == 1 &&
+			metricValue(t, reg, "hotpair_view_bad_records_total", "side", "primary", "reason", "out_of_range") == 1 &&
+			metricValue(t, reg, "hotpair_view_bad_records_total", "side", "primary", "reason", "key_mismatch") == 1
+	})
+	if a := v.Get(Pacer, "c1", Primary); a.Rate != 0.25 || a.From != Primary {
+		t.Errorf("after bad records: %+v, want the last good 0.25 from primary", a)
+	}
+	if a := v.Get(Bidder, "c1", Primary); a.From != Standby || a.Multiplier != 1.5 {
+		t.Errorf("after the tombstone: %+v, want standby's 1.5 as a fallback", a)
+	}
+
+	waitUntil(t, 10*time.Second, "the lag report catches up", func() bool {
+		for _, l := range v.Lag() {
+			if !l.CaughtUp || !l.CaughtUpOnce || l.RecordsBehind != 0 || l.Error != "" {
+				return false
+			}
+		}
+		return true
+	})
+	lag := v.Lag()
+	if len(lag) != 6 {
+		t.Fatalf("lag has %d entries, want 6 (2 sides x 3 topics): %+v", len(lag), lag)
+	}
+	for _, l := range lag {
+		if l.Partitions != 3 || l.Records == 0 || l.EndOffsetsAt.IsZero() {
+			t.Errorf("lag entry %+v", l)
+		}
+	}
+	if got := metricValue(t, reg, "hotpair_view_caught_up_once", "side", "standby", "topic", "t1.pacing"); got != 1 {
+		t.Errorf("caught_up_once{standby,pacing} = %v", got)
+	}
+}
+
+func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
+	const prefix = ""
+	p, s := newCluster(t, prefix), newCluster(t, prefix)
+	for _, c := range []*cluster{p, s} {
+		c.status("c1", pipeline.StatusActive)
+		c.pacing("c1", 0.5)
+		c.multiplier("c1", 2)
+	}
+	v, reg := runViews(t, p, s, prefix)
+	waitUntil(t, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
+	own := staticSource{newDefaultSnapshot(Primary)}
+	r, err := NewRetriever(v, own, WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p.c.Close() // the primary cluster dies
+	start := time.Now()
+	s.pacing("c1", 0.75)
+	s.status("c9", pipeline.StatusActive)
+	s.pacing("c9", 0.3)
+	s.multiplier("c9", 1.1)
+	waitUntil(t, 10*time.Second, "standby's updates arrive", func() bool {
+		return v.Get(Pacer, "c1", Standby).Rate == 0.75 && v.Get(Bidder, "c9", Standby).Found
+	})
+	t.Logf("standby's updates arrived %s after the primary cluster died", time.Since(start))
+
+	// The dead side's last values still answer (fail static), and what it
+	// never saw falls back to the live side and says so.
+	if a := v.Get(Pacer, "c1", Primary); a.From != Primary || a.Rate != 0.5 {
+		t.Errorf("Get(pacer, c1, primary) = %+v, want primary's last 0.5", a)
+	}
+	for _, svc := range Services() {
+		if a := v.Get(svc, "c9", Primary); !a.Fallback() || a.From != Standby {
+			t.Errorf("Get(%s, c9, primary) = %+v, want a fallback to standby", svc, a)
+		}
+	}
+	res := r.Retrieve("1.p3.p3.p3", []string{"c1", "c9"})
+	if res.OwnSnapshot || len(res.Serve) != 2 || res.Fallbacks != 3 {
+		t.Fatalf("Retrieve = %+v, want both served and c9's 3 values as fallbacks", res)
+	}
+	if c9 := res.Serve[1]; c9.Fallback != ServiceSet(0).Add(Budget).Add(Pacer).Add(Bidder) || c9.Rate != 0.3 || c9.Multiplier != 1.1 {
+		t.Errorf("c9 = %+v", c9)
+	}
+
+	// The lag report shows the dead cluster: its end offsets stop being measured.
+	waitUntil(t, 15*time.Second, "the dead side's measurement falls behind", func() bool {
+		return metricValue(t, reg, "hotpair_view_end_offsets_age_seconds", "side", "primary") > 2
+	})
+	if age := metricValue(t, reg, "hotpair_view_end_offsets_age_seconds", "side", "standby"); age > 1 {
+		t.Errorf("standby's end offsets are %vs old: the dead primary must not slow it", age)
+	}
+	for _, l := range r.Lag() {
+		if l.Side == "standby" && (!l.CaughtUpOnce || l.Error != "") {
+			t.Errorf("standby lag %+v", l)
+		}
+		if l.Side == "primary" && (l.Error == "" || l.CaughtUp) {
+			t.Errorf("primary lag %+v: want an error and not caught up", l)
+		}
+	}
+}
+
+type staticSource struct{ s *Snapshot }
+
+func (s staticSource) Snapshot() *Snapshot { return s.s }
