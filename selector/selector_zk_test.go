@@ -250,7 +250,7 @@ func TestWatchesComeBackAfterSessionExpiry(t *testing.T) {
 	waitUntil(t, 10*time.Second, "the session is lost", func() bool {
 		return metricValue(t, reg, "hotpair_selector_zk_connected") == 0
 	})
-	w.set(Budget, Standby, 2) // made while the selector cannot see it
+	w.set(Budget, Standby, 2)   // made while the selector cannot see it
 	time.Sleep(5 * time.Second) // > the 2 s session timeout: the server expires the session
 	if got := sel.Active(Budget); got != Primary {
 		t.Fatalf("Active(budget) = %s while partitioned, want the last good primary", got)
