@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +129,37 @@ func TestSimulateRejects(t *testing.T) {
 	cfg.Rules.RateRatio = 2
 	if _, err := Simulate(cfg, flappingHistory()); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("bad config: %v", err)
+	}
+}
+
+// A history that starts with a broken primary: the replay starts on the
+// preferred side, so the first window's failover is a switch.
+func TestSimulateFailoverInTheFirstWindow(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Window = time.Minute
+	var hist []Record
+	for ws := t0; ws.Before(t0.Add(5 * time.Minute)); ws = ws.Add(10 * sec) {
+		p, s := healthyFleet("pacer", "primary"), healthyFleet("pacer", "standby")
+		p.silent = true
+		for _, smp := range append(p.samples(ws, ws.Add(10*sec)), s.samples(ws, ws.Add(10*sec))...) {
+			hist = append(hist, Record{Sample: smp, ReceivedAt: ws.Add(10 * sec)})
+		}
+	}
+	res, err := Simulate(cfg, hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pacer []Switch
+	for _, sw := range res.Switches {
+		if sw.Service == "pacer" {
+			pacer = append(pacer, sw)
+		}
+	}
+	if len(pacer) != 1 || !pacer[0].At.Equal(t0.Add(time.Minute)) || pacer[0].From != "primary" || pacer[0].Epoch != 2 ||
+		!strings.Contains(pacer[0].Reason, "no_heartbeat: no sample received yet") {
+		t.Fatalf("switches %+v", pacer)
+	}
+	if res.Final["pacer"].Active != "standby" {
+		t.Fatalf("final %+v", res.Final["pacer"])
 	}
 }

@@ -218,6 +218,18 @@ func TestCoverageRebalanceVersusLoss(t *testing.T) {
 			t.Fatalf("instances %d", s.Instances)
 		}
 	})
+	t.Run("window closes in the middle of a rebalance", func(t *testing.T) {
+		a := NewAggregator(cfg, t0)
+		addAll(a, []pipeline.HealthSample{sample("a", t0, 0, 1), sample("b", t0, 2, 3)}, t0.Add(10*sec))
+		addAll(a, []pipeline.HealthSample{sample("a", t0.Add(10*sec)), sample("b", t0.Add(10*sec))}, t0.Add(20*sec))
+		s := a.Close(t0.Add(36 * sec))[budgetPrimary]
+		if s.UnassignedCount != 4 || !s.UnassignedSince.Equal(t0.Add(20*sec)) {
+			t.Fatalf("unassigned %d since %v", s.UnassignedCount, s.UnassignedSince.Sub(t0))
+		}
+		if v := Evaluate(cfg.Rules, budgetPrimary, s, s); !v.Healthy {
+			t.Fatalf("16 s into a rebalance: %s", v.Summary())
+		}
+	})
 	t.Run("partitions of a dead instance never move", func(t *testing.T) {
 		a := NewAggregator(cfg, t0)
 		for ws := t0; ws.Before(t0.Add(2 * time.Minute)); ws = ws.Add(10 * sec) {
