@@ -26,6 +26,7 @@ type command struct {
 var commands = []command{
 	{"pipeline", "run one side's pipeline stages against a Kafka cluster", runPipeline},
 	{"ingest", "dual-write ad events or budgets (JSON lines) to both clusters", runIngest},
+	{"selectord", "serve the read side's selection over HTTP (JSON, long poll, SSE) for clients without ZooKeeper", runSelectord},
 	{"zookeeper", "run a local Apache ZooKeeper server on a free loopback port (development)", runZookeeper},
 	{"replay", "record, inspect, retime and play topic traffic; verify a candidate pipeline build", runReplay},
 	{"version", "print the build version", runVersion},
