@@ -103,6 +103,7 @@ func (s WindowStats) NewestBuild() BuildSeen {
 type Aggregator struct {
 	rules       Rules
 	retention   time.Duration // how far back an instance's window starts are remembered
+	buildMemory time.Duration // how long a build that stopped running is remembered
 	start       time.Time     // start of the current window
 	warmupUntil time.Time     // builds first seen before this were already running
 	series      map[Key]*series
@@ -138,6 +139,7 @@ func NewAggregator(cfg Config, start time.Time) *Aggregator {
 	return &Aggregator{
 		rules:       cfg.Rules,
 		retention:   2*cfg.Window + cfg.Rules.HeartbeatTimeout(),
+		buildMemory: max(2*cfg.Window+cfg.Rules.HeartbeatTimeout(), cfg.Stagger.Period),
 		start:       start,
 		warmupUntil: start.Add(cfg.Rules.HeartbeatTimeout()),
 		series:      map[Key]*series{},
@@ -257,7 +259,8 @@ func (a *Aggregator) Close(now time.Time) map[Key]WindowStats {
 }
 
 // expire uncounts the partitions of instances that stopped reporting, in
-// the order they went silent, and forgets long-gone instances and builds.
+// the order they went silent, and forgets long-gone instances, and builds
+// not running for longer than the stagger period (back again, they are new).
 func (a *Aggregator) expire(sr *series, now time.Time) {
 	timeout := a.rules.HeartbeatTimeout()
 	var gone []*instance
@@ -278,9 +281,8 @@ func (a *Aggregator) expire(sr *series, now time.Time) {
 		in.live = false
 		sr.cov.settle(in.lastSeen.Add(timeout))
 	}
-	keep := max(a.retention, time.Hour)
 	for b, st := range sr.builds {
-		if now.Sub(st.lastSeen) > keep {
+		if now.Sub(st.lastSeen) > a.buildMemory {
 			delete(sr.builds, b)
 		}
 	}

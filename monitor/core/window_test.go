@@ -295,3 +295,30 @@ func TestWindowBuildsFirstSeen(t *testing.T) {
 		t.Fatalf("builds %v", s.Builds)
 	}
 }
+
+// A build back after not running for longer than the stagger period is a new
+// deploy; back sooner (a quick rollback), it keeps its first-seen time.
+func TestWindowBuildComesBack(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Stagger.Period = 10 * time.Minute
+	a := NewAggregator(cfg, t0)
+	f := healthyFleet(pipeline.StageBudget, pipeline.SidePrimary)
+	deploy := func(build string, from, to time.Duration) (last WindowStats) {
+		f.build = build
+		for at := from; at < to; at += time.Minute {
+			run(a, []fleet{f}, t0.Add(at), time.Minute)
+			last = a.Close(t0.Add(at + time.Minute))[budgetPrimary]
+		}
+		return last
+	}
+	deploy("b1", 0, time.Minute)
+	deploy("b2", time.Minute, 3*time.Minute)
+	if s := deploy("b1", 3*time.Minute, 4*time.Minute); !s.NewestBuild().FirstSeen.IsZero() {
+		t.Fatalf("rollback after 2m: %+v", s.Builds)
+	}
+	deploy("b2", 4*time.Minute, 20*time.Minute)
+	s := deploy("b1", 20*time.Minute, 21*time.Minute)
+	if got := s.NewestBuild(); got.Build != "b1" || !got.FirstSeen.Equal(t0.Add(20*time.Minute+10*sec)) || len(s.Builds) != 1 {
+		t.Fatalf("b1 back after 16m: %+v", s.Builds)
+	}
+}
