@@ -167,7 +167,8 @@ func (a *Aggregator) Add(s *pipeline.HealthSample, receivedAt time.Time) Outcome
 		in = &instance{}
 		sr.instances[s.Instance] = in
 	}
-	if !in.remember(s.WindowStart.UnixNano(), a.retention) {
+	fresh, newest := in.remember(s.WindowStart.UnixNano(), a.retention)
+	if !fresh {
 		sr.dups++
 		a.counters.Duplicates++
 		return OutcomeDuplicate
@@ -180,8 +181,13 @@ func (a *Aggregator) Add(s *pipeline.HealthSample, receivedAt time.Time) Outcome
 	if receivedAt.After(sr.lastSeen) {
 		sr.lastSeen = receivedAt
 	}
-	if receivedAt.Before(in.lastSeen) {
-		return OutcomeMerged // an older sample: counts, but does not move the instance back
+	if !newest {
+		// a late sample of an earlier window: its events count, but the
+		// instance's partitions and build stay those of its newest sample
+		if receivedAt.After(in.lastSeen) {
+			in.lastSeen = receivedAt
+		}
+		return OutcomeMerged
 	}
 	a.updateInstance(sr, in, s, receivedAt)
 	return OutcomeMerged
@@ -217,20 +223,21 @@ func (a *Aggregator) updateInstance(sr *series, in *instance, s *pipeline.Health
 	b.lastSeen = at
 }
 
-// remember records a window start of the instance and reports whether it is
-// new. Starts older than retention before the newest one count as seen.
-func (in *instance) remember(ns int64, retention time.Duration) bool {
+// remember records a window start of the instance and reports whether it
+// is new (not seen before) and whether it is the newest one so far. Starts
+// older than retention before the newest count as seen.
+func (in *instance) remember(ns int64, retention time.Duration) (fresh, newest bool) {
 	n := len(in.starts)
 	if n > 0 && ns <= in.starts[n-1] {
 		if ns < in.starts[n-1]-int64(retention) {
-			return false
+			return false, false
 		}
 		i, found := slices.BinarySearch(in.starts, ns)
 		if found {
-			return false
+			return false, false
 		}
 		in.starts = slices.Insert(in.starts, i, ns)
-		return true
+		return true, false
 	}
 	in.starts = append(in.starts, ns)
 	horizon := ns - int64(retention)
@@ -241,7 +248,7 @@ func (in *instance) remember(ns int64, retention time.Duration) bool {
 	if drop > 0 {
 		in.starts = append(in.starts[:0], in.starts[drop:]...)
 	}
-	return true
+	return true, true
 }
 
 // Close ends the current window at now, returns the stats of every

@@ -121,6 +121,7 @@ func TestWindowAcceptsOutOfOrderOnce(t *testing.T) {
 	f := healthyFleet(pipeline.StageBudget, pipeline.SidePrimary)
 	f.instances = 1
 	late := f.samples(t0, t0.Add(10*sec))
+	late[0].Partitions, late[0].Build = nil, "b0" // stale assignment and build
 	addAll(a, f.samples(t0.Add(10*sec), t0.Add(20*sec)), t0.Add(20*sec))
 	if got := a.Add(&late[0], t0.Add(21*sec)); got != OutcomeMerged {
 		t.Fatalf("late sample: %v", got)
@@ -128,8 +129,13 @@ func TestWindowAcceptsOutOfOrderOnce(t *testing.T) {
 	if got := a.Add(&late[0], t0.Add(22*sec)); got != OutcomeDuplicate {
 		t.Fatalf("its duplicate: %v", got)
 	}
-	if s := a.Close(t0.Add(30 * sec))[budgetPrimary]; s.Events != 2000 {
+	s := a.Close(t0.Add(30 * sec))[budgetPrimary]
+	if s.Events != 2000 {
 		t.Fatalf("events %d", s.Events)
+	}
+	// the late sample did not move the instance back to its old state
+	if s.UnassignedCount != 0 || len(s.Builds) != 1 || s.Builds[0].Build != "b1" || !s.LastSample.Equal(t0.Add(21*sec)) {
+		t.Fatalf("unassigned %d builds %v last %v", s.UnassignedCount, s.Builds, s.LastSample.Sub(t0))
 	}
 }
 
