@@ -90,23 +90,39 @@ func (e *evaluator) tick(now time.Time) {
 }
 
 // restore continues from persisted selections: as the new leader (gen > 0)
-// or as a follower mirroring the leader (gen == 0).
+// or as a follower mirroring the leader (gen == 0). msg holds only the
+// selections that differ from what this replica knew; as leader it then
+// offers every other decided service, whose state here is the newer one.
 func (e *evaluator) restore(msg restoreMsg, now time.Time) {
+	restored := map[string]bool{}
 	for _, sel := range msg.sels {
 		if err := e.engine.Restore(sel); err != nil {
 			e.m.log.Warn("cannot continue from the published selection", "service", sel.Service, "err", err)
+			continue
 		}
+		restored[sel.Service] = true
+		e.kinds[sel.Service] = kindOf(sel)
+		e.exportDecision(e.engine.State(sel.Service))
 	}
 	e.gen = msg.gen
 	if e.gen > 0 {
+		for _, svc := range e.m.cfg.Services {
+			if st := e.engine.State(svc); !restored[svc] && st.Active != "" {
+				e.offerState(st, false, e.kinds[svc])
+			}
+		}
 		// An override may have begun or ended since the old leader wrote.
 		e.redecide(now)
 	}
 	e.publishSnapshot(e.snapshotTime())
 }
 
-// redecide applies override changes (and expiries) between windows.
+// redecide applies override changes (and expiries) between windows. Before
+// the first window nothing is decided: a decision needs verdicts.
 func (e *evaluator) redecide(now time.Time) {
+	if e.last.WindowEnd.IsZero() {
+		return
+	}
 	for _, d := range e.engine.Redecide(now, e.overrides) {
 		if !slices.Contains(e.m.cfg.Services, d.Service) {
 			continue
@@ -120,26 +136,33 @@ func (e *evaluator) redecide(now time.Time) {
 	e.armExpiry(now)
 }
 
-// offer hands a decision to the publisher while leading, and exports the
-// decision's gauges either way.
+// offer exports a decision's gauges and, while leading, hands it to the
+// publisher.
 func (e *evaluator) offer(d core.Decision) {
-	st := d.State
 	e.kinds[d.Service] = d.Kind.String()
-	for _, side := range pipeline.Sides() {
-		e.m.m.activeSide.WithLabelValues(d.Service, side).Set(b2f(st.Active == side))
-	}
-	e.m.m.degraded.WithLabelValues(d.Service).Set(b2f(st.Degraded))
-	e.m.m.overrideOn.WithLabelValues(d.Service).Set(b2f(st.Override != nil))
-	e.m.m.epoch.WithLabelValues(d.Service).Set(float64(st.Epoch))
+	e.exportDecision(d.State)
 	if e.gen == 0 {
 		if d.Switched {
-			e.m.log.Debug("follower decided a switch; the leader publishes", "service", d.Service, "to", st.Active)
+			e.m.log.Debug("follower decided a switch; the leader publishes", "service", d.Service, "to", d.State.Active)
 		}
 		return
 	}
+	e.offerState(d.State, d.Switched, d.Kind.String())
+}
+
+func (e *evaluator) offerState(st core.State, switched bool, kind string) {
 	sel := st.Selection()
-	sel.StaggerViolation = e.stagger[d.Service]
-	e.pub.offer(offer{gen: e.gen, sel: sel, switched: d.Switched, kind: d.Kind.String()})
+	sel.StaggerViolation = e.stagger[st.Service]
+	e.pub.offer(offer{gen: e.gen, sel: sel, switched: switched, kind: kind})
+}
+
+func (e *evaluator) exportDecision(st core.State) {
+	for _, side := range pipeline.Sides() {
+		e.m.m.activeSide.WithLabelValues(st.Service, side).Set(b2f(st.Active == side))
+	}
+	e.m.m.degraded.WithLabelValues(st.Service).Set(b2f(st.Degraded))
+	e.m.m.overrideOn.WithLabelValues(st.Service).Set(b2f(st.Override != nil))
+	e.m.m.epoch.WithLabelValues(st.Service).Set(float64(st.Epoch))
 }
 
 func (e *evaluator) exportVerdicts(service string) {

@@ -185,7 +185,11 @@ func (p *publisher) readAll() ([]znode.Selection, error) {
 	return sels, nil
 }
 
-// seed starts a term: read what is published, hand it to the loop.
+// seed starts a term: read what is published and hand the loop every
+// selection that differs from what this replica knew (what it wrote or
+// mirrored last). An unchanged one is already part of the loop's state,
+// which may have moved on since (e.g. decisions made while ZooKeeper was
+// unreachable): those are kept and published, not rolled back.
 func (p *publisher) seed(ctx context.Context, l leadership) error {
 	sels, err := p.readAll()
 	if err != nil {
@@ -194,9 +198,10 @@ func (p *publisher) seed(ctx context.Context, l leadership) error {
 	p.gen++
 	p.seededTerm = l.Term
 	p.dropPending()
-	p.setPublished(sels, "")
-	p.log.Info("leading: continuing from the published selections", "term", l.Term, "selections", len(sels), "node", l.Node)
-	return p.send(ctx, restoreMsg{gen: p.gen, sels: sels})
+	changed := p.setPublished(sels, "")
+	p.log.Info("leading: continuing from the published selections", "term", l.Term,
+		"selections", len(sels), "changed_by_others", len(changed), "node", l.Node)
+	return p.send(ctx, restoreMsg{gen: p.gen, sels: changed})
 }
 
 // mirror is a follower's periodic read of the leader's selections.
@@ -205,8 +210,11 @@ func (p *publisher) mirror(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.setPublished(sels, "the leader")
-	return p.send(ctx, restoreMsg{sels: sels})
+	changed := p.setPublished(sels, "the leader")
+	if len(changed) == 0 {
+		return nil
+	}
+	return p.send(ctx, restoreMsg{sels: changed})
 }
 
 func (p *publisher) send(ctx context.Context, m restoreMsg) error {
@@ -218,20 +226,27 @@ func (p *publisher) send(ctx context.Context, m restoreMsg) error {
 	}
 }
 
-// setPublished records what was read; with a writer it also records the
-// switches the leader made since the last read.
-func (p *publisher) setPublished(sels []znode.Selection, writer string) {
+// setPublished records what was read and returns the selections that
+// differ from what was known; with a writer it also records the switches
+// the leader made since the last read.
+func (p *publisher) setPublished(sels []znode.Selection, writer string) []znode.Selection {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var changed []znode.Selection
 	for i := range sels {
 		sel := sels[i]
 		prev := p.published[sel.Service]
+		if sameSelection(prev, &sel) {
+			continue
+		}
+		changed = append(changed, sel)
 		if writer != "" && prev != nil && prev.Active != sel.Active {
 			p.hist.addSwitch(switchOf(sel, prev.Active, kindOf(sel), writer))
 			p.log.Info("the leader switched the active side", "service", sel.Service, "from", prev.Active, "to", sel.Active, "epoch", sel.Epoch, "reason", sel.Reason)
 		}
 		p.published[sel.Service] = &sel
 	}
+	return changed
 }
 
 // takePending removes and returns the offers of the current generation.
