@@ -21,6 +21,7 @@ var replaySubcommands = []command{
 	{"inspect", "describe a recording: counts, time span, rate over time, keys, sizes, order", runReplayInspect},
 	{"retime", "rewrite a recording's timestamps to a fixed rate", runReplayRetime},
 	{"play", "play a recording into one or more topics at an exact rate", runReplayPlay},
+	{"verify", "play a recording into a baseline and a candidate pipeline and compare them", runReplayVerify},
 }
 
 func runReplay(ctx context.Context, a *app, args []string) int {
@@ -360,4 +361,98 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintln(a.stderr, "hotpair replay play: interrupted")
 	}
 	return 0
+}
+
+// Exit codes of replay verify besides 0 (passed) and 2 (bad usage).
+const (
+	exitRegression = 1 // the candidate differs from the baseline
+	exitNoVerdict  = 3 // the verification could not complete
+)
+
+func runReplayVerify(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "replay verify", "replay verify --recording FILE --baseline BIN --candidate BIN [--budgets FILE] [--json-out FILE] [flags]")
+	recording := fs.String("recording", "", "ad-events recording to play into both pipelines (required; or give it as the argument)")
+	budgets := fs.String("budgets", "", "JSON lines of budget rows to load into both pipelines first")
+	baseline := fs.String("baseline", "", "hotpair binary of the baseline build (required)")
+	candidate := fs.String("candidate", "", "hotpair binary of the candidate build (required)")
+	jsonOut := fs.String("json-out", "", "write the JSON report to this file")
+	asJSON := fs.Bool("json", false, "print the JSON report instead of the summary")
+	cfgPath := fs.String("config", "", "verify config YAML: thresholds, settle, timeout (docs/replay.md)")
+	pipeCfg := fs.String("pipeline-config", "", "hotpair pipeline config given to both pipelines (window, pacer, bidder)")
+	var baseBrokers, candBrokers listFlag
+	fs.Var(&baseBrokers, "baseline-brokers", "cluster for the baseline pipeline (default: an in-process kfake cluster)")
+	fs.Var(&candBrokers, "candidate-brokers", "cluster for the candidate pipeline (default: an in-process kfake cluster)")
+	partitions := fs.Int("partitions", 4, "partitions of the pipeline topics")
+	prefix := fs.String("topic-prefix", "", "topic prefix of both pipelines")
+	qps := fs.Float64("qps", 0, "play at exactly this many records per second (default: the recorded pace)")
+	percent := fs.Float64("percent", 0, "play this percentage of keys at this percentage of the recording's rate")
+	unpaced := fs.Bool("max", false, "play as fast as both pipelines' clusters take records")
+	keepTime := fs.Bool("keep-event-time", false, "play the ad events' ts as recorded (default: set it to the send time)")
+	settle := fs.Duration("settle", 0, "how long outputs must stay unchanged before comparing (default: window + lateness + 3s)")
+	timeout := fs.Duration("timeout", 0, "bound on the whole verification (default 10m)")
+	workDir := fs.String("work-dir", "", "keep the pipelines' logs and state here (default: a temporary directory, kept only on failure)")
+	ff := addFilterFlags(fs)
+	pos, code, done := parseMixed(fs, args)
+	if done {
+		return code
+	}
+	if *recording == "" && len(pos) == 1 {
+		*recording, pos = pos[0], nil
+	}
+	switch {
+	case len(pos) > 0:
+		return usageError(fs, a.stderr, "unexpected argument %q", pos[0])
+	case *recording == "" || *baseline == "" || *candidate == "":
+		return usageError(fs, a.stderr, "--recording, --baseline and --candidate are required")
+	case *partitions < 1:
+		return usageError(fs, a.stderr, "--partitions must be at least 1")
+	}
+	o := replay.VerifyOptions{Recording: *recording, Budgets: *budgets, Baseline: *baseline, Candidate: *candidate,
+		BaselineBrokers: baseBrokers, CandidateBrokers: candBrokers, PipelineConfig: *pipeCfg,
+		Partitions: int32(*partitions), TopicPrefix: *prefix, QPS: *qps, Percent: *percent, Unpaced: *unpaced,
+		KeepEventTime: *keepTime, Settle: *settle, Timeout: *timeout, WorkDir: *workDir, Logger: a.logger}
+	if *cfgPath != "" {
+		cfg, err := replay.LoadVerifyConfig(*cfgPath)
+		if err != nil {
+			fmt.Fprintln(a.stderr, "hotpair replay verify:", err)
+			return exitNoVerdict
+		}
+		o.Thresholds = cfg.Thresholds
+		if o.Settle == 0 {
+			o.Settle = cfg.Settle.D()
+		}
+		if o.Timeout == 0 {
+			o.Timeout = cfg.Timeout.D()
+		}
+	}
+	var err error
+	if o.Filter, err = ff.filter(); err != nil {
+		return usageError(fs, a.stderr, "%v", err)
+	}
+	v, err := replay.NewVerifier(o)
+	if err != nil {
+		return usageError(fs, a.stderr, "%v", err)
+	}
+	runErr := v.Run(ctx)
+	rep := v.Report()
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(a.stderr, "hotpair replay verify:", err)
+			return exitNoVerdict
+		}
+	}
+	if *asJSON {
+		writeJSON(a, rep)
+	} else {
+		rep.WriteText(a.stdout)
+	}
+	switch {
+	case runErr == nil:
+		return 0
+	case errors.Is(runErr, replay.ErrRegression):
+		return exitRegression
+	}
+	fmt.Fprintln(a.stderr, "hotpair replay verify:", runErr)
+	return exitNoVerdict
 }

@@ -1,0 +1,160 @@
+package replay
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// OutputDiff is one campaign whose output differs between the builds.
+type OutputDiff struct {
+	Output    string `json:"output"` // budget-status, pacing or bid-multipliers
+	Key       string `json:"key"`
+	Field     string `json:"field"`
+	Baseline  string `json:"baseline"`
+	Candidate string `json:"candidate"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+// compareOutputs compares the outputs of two builds key by key: budget
+// status, day and spend must be equal; pacing rates within an absolute
+// tolerance; bid multipliers within a relative one. A key present on one
+// side only is a difference.
+func compareOutputs(base, cand outputs, th Thresholds) []OutputDiff {
+	diffs := append(slices.Clone(base.Bad), cand.Bad...)
+	diffs = append(diffs, compareKeyed("budget-status", base.Status, cand.Status, statusDiffs)...)
+	diffs = append(diffs, compareKeyed("pacing", base.Pacing, cand.Pacing, func(a, b pipeline.Pacing) []OutputDiff {
+		if d := math.Abs(a.Rate - b.Rate); d > th.PacingRateAbs {
+			return []OutputDiff{{Field: "rate", Baseline: fmtFloat(a.Rate), Candidate: fmtFloat(b.Rate),
+				Detail: fmt.Sprintf("differs by %.4f, tolerance %.4f", d, th.PacingRateAbs)}}
+		}
+		return nil
+	})...)
+	diffs = append(diffs, compareKeyed("bid-multipliers", base.Bid, cand.Bid, func(a, b pipeline.BidMultiplier) []OutputDiff {
+		if d := relDiff(a.Multiplier, b.Multiplier); d > th.BidMultiplierRel {
+			return []OutputDiff{{Field: "multiplier", Baseline: fmtFloat(a.Multiplier), Candidate: fmtFloat(b.Multiplier),
+				Detail: fmt.Sprintf("differs by %.2f%%, tolerance %.2f%%", 100*d, 100*th.BidMultiplierRel)}}
+		}
+		return nil
+	})...)
+	return diffs
+}
+
+func statusDiffs(a, b pipeline.BudgetStatus) []OutputDiff {
+	var out []OutputDiff
+	for _, f := range []struct{ field, a, b string }{
+		{"status", a.Status, b.Status},
+		{"day", a.Day, b.Day},
+		{"spent_today_micros", strconv.FormatInt(a.SpentTodayMicros, 10), strconv.FormatInt(b.SpentTodayMicros, 10)},
+		{"spent_lifetime_micros", strconv.FormatInt(a.SpentLifetimeMicros, 10), strconv.FormatInt(b.SpentLifetimeMicros, 10)},
+	} {
+		if f.a != f.b {
+			out = append(out, OutputDiff{Field: f.field, Baseline: f.a, Candidate: f.b})
+		}
+	}
+	return out
+}
+
+// compareKeyed compares two keyed outputs with cmp, in key order.
+func compareKeyed[V any](output string, base, cand map[string]V, cmp func(a, b V) []OutputDiff) []OutputDiff {
+	keys := slices.Sorted(maps.Keys(base))
+	for k := range cand {
+		if _, ok := base[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []OutputDiff
+	for _, k := range keys {
+		a, inBase := base[k]
+		b, inCand := cand[k]
+		var ds []OutputDiff
+		switch {
+		case !inCand:
+			ds = []OutputDiff{{Field: "key", Baseline: "present", Candidate: "missing"}}
+		case !inBase:
+			ds = []OutputDiff{{Field: "key", Baseline: "missing", Candidate: "present"}}
+		default:
+			ds = cmp(a, b)
+		}
+		for i := range ds {
+			ds[i].Output, ds[i].Key = output, k
+		}
+		out = append(out, ds...)
+	}
+	return out
+}
+
+func relDiff(a, b float64) float64 {
+	if a == b {
+		return 0
+	}
+	return math.Abs(a-b) / math.Max(math.Abs(a), math.Abs(b))
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
+
+// PerfStats are one pipeline's performance on the recording.
+type PerfStats struct {
+	// Events is how many ad events the aggregator consumed; DrainTime how
+	// long from the first record played until it had consumed them all;
+	// Throughput is Events / DrainTime.
+	Events     int64         `json:"events"`
+	DrainTime  time.Duration `json:"drain_ns"`
+	Throughput float64       `json:"throughput"`
+	// LagP99 is each stage's event-lag p99 (seconds) over the run, from its
+	// hotpair_stage_event_lag_seconds histogram.
+	LagP99 map[string]float64 `json:"lag_p99_seconds"`
+	// CPUSeconds is the CPU the process used while the recording played and
+	// drained (process_cpu_seconds_total).
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// PeakRSS is the process's peak resident memory (VmHWM; else the largest
+	// process_resident_memory_bytes seen).
+	PeakRSS int64 `json:"peak_rss_bytes"`
+}
+
+// PerfRegression is one performance figure of the candidate beyond its limit.
+type PerfRegression struct {
+	Metric    string  `json:"metric"`
+	Baseline  float64 `json:"baseline"`
+	Candidate float64 `json:"candidate"`
+	Limit     float64 `json:"limit"`
+	Detail    string  `json:"detail"`
+}
+
+// comparePerf checks the candidate's performance against the baseline's.
+func comparePerf(base, cand PerfStats, th Thresholds) []PerfRegression {
+	var out []PerfRegression
+	if limit := base.Throughput * (1 - th.ThroughputDrop); cand.Throughput < limit {
+		out = append(out, PerfRegression{"throughput", base.Throughput, cand.Throughput, limit,
+			fmt.Sprintf("%.1f events/s, below %.0f%% of the baseline's %.1f", cand.Throughput, 100*(1-th.ThroughputDrop), base.Throughput)})
+	}
+	for _, stage := range slices.Sorted(maps.Keys(cand.LagP99)) {
+		b, c := base.LagP99[stage], cand.LagP99[stage]
+		if math.IsNaN(c) {
+			continue
+		}
+		if math.IsNaN(b) {
+			b = 0
+		}
+		if limit := b*(1+th.LagP99Increase) + th.LagP99Slack.D().Seconds(); c > limit {
+			out = append(out, PerfRegression{"lag_p99_seconds/" + stage, b, c, limit,
+				fmt.Sprintf("%s event-lag p99 %.3fs, above the limit %.3fs (baseline %.3fs)", stage, c, limit, b)})
+		}
+	}
+	if limit := base.CPUSeconds*(1+th.CPUIncrease) + th.CPUSlackSeconds; cand.CPUSeconds > limit {
+		out = append(out, PerfRegression{"cpu_seconds", base.CPUSeconds, cand.CPUSeconds, limit,
+			fmt.Sprintf("%.2f CPU seconds, above the limit %.2f (baseline %.2f)", cand.CPUSeconds, limit, base.CPUSeconds)})
+	}
+	if limit := float64(base.PeakRSS)*(1+th.MemoryIncrease) + th.MemorySlackMiB*(1<<20); float64(cand.PeakRSS) > limit {
+		out = append(out, PerfRegression{"peak_rss_bytes", float64(base.PeakRSS), float64(cand.PeakRSS), limit,
+			fmt.Sprintf("peak RSS %.1f MiB, above the limit %.1f MiB (baseline %.1f MiB)",
+				float64(cand.PeakRSS)/(1<<20), limit/(1<<20), float64(base.PeakRSS)/(1<<20))})
+	}
+	return out
+}
