@@ -106,7 +106,7 @@ func ParseConfig(b []byte) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("%w: %v", ErrConfig, err)
+		return Config{}, fmt.Errorf("%w: %v%s", ErrConfig, err, yamlHint(err))
 	}
 	if c.Services == nil {
 		c.Services = pipeline.Services()
@@ -115,6 +115,17 @@ func ParseConfig(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// yamlHint says how to fix the usual YAML mistakes.
+func yamlHint(err error) string {
+	switch s := err.Error(); {
+	case strings.Contains(s, "not found in type"):
+		return " (an unknown key: check its spelling and indentation; docs/monitor.md lists every key)"
+	case strings.Contains(s, "into time.Duration"):
+		return " (a duration needs a unit, e.g. 2m, 10s or 500ms)"
+	}
+	return ""
 }
 
 // LoadConfig reads and parses a config file.
