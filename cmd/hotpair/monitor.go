@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hotpair/hotpair/monitor"
+)
+
+// runMonitor is "hotpair monitor --config FILE" (the daemon) and dispatches
+// "hotpair monitor simulate".
+func runMonitor(ctx context.Context, a *app, args []string) int {
+	if len(args) > 0 && args[0] == "simulate" {
+		return runMonitorSimulate(ctx, a, args[1:])
+	}
+	fs := newFlags(a, "monitor", "monitor --config FILE\n       hotpair monitor simulate -h")
+	cfgPath := fs.String("config", "", "YAML config file, see docs/monitor.md (required)")
+	if code, done := parse(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	if *cfgPath == "" {
+		return usageError(fs, a.stderr, "--config is required")
+	}
+	cfg, err := monitor.LoadConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair monitor: %v\n", err)
+		return 1
+	}
+	reg := newRegistry()
+	m, err := monitor.New(monitor.Options{Config: cfg, Logger: a.logger, Registerer: reg, Gatherer: reg})
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair monitor: %v\n", err)
+		return 1
+	}
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintf(a.stderr, "hotpair monitor: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// opZKFlags are the ZooKeeper flags of the operator tools (status, override).
+type opZKFlags struct {
+	servers listFlag
+	root    *string
+	auth    *string
+	timeout *time.Duration
+}
+
+func addOpZKFlags(fs *flag.FlagSet) *opZKFlags {
+	f := &opZKFlags{}
+	fs.Var(&f.servers, "zk", "ZooKeeper servers, host:port, comma-separated or repeated (required)")
+	f.root = fs.String("zk-root", znode.DefaultRoot, "root path of hotpair's znodes")
+	f.auth = fs.String("auth", "", "digest identity user:password (the operator identity, to change overrides when ACLs are on)")
+	f.timeout = fs.Duration("timeout", 10*time.Second, "give up reaching ZooKeeper after this long")
+	return f
+}
+
+// check validates the flags; it returns a usage problem or "".
+func (f *opZKFlags) check() (string, *zkutil.Credentials) {
+	if len(f.servers) == 0 {
+		return "--zk is required", nil
+	}
+	creds, err := zkutil.ParseCredentials(*f.auth)
+	if err != nil {
+		return "--auth: " + err.Error(), nil
+	}
+	if *f.timeout <= 0 {
+		return "--timeout must be positive", nil
+	}
+	return "", creds
+}
+
+func (f *opZKFlags) connect(a *app, creds *zkutil.Credentials) (*zk.Conn, error) {
+	conn, err := zkutil.Connect(zkutil.Options{Servers: f.servers, SessionTimeout: max(*f.timeout, 4*time.Second),
+		Auth: creds, Logger: a.logger})
+	if err != nil {
+		return nil, err
+	}
+	if err := zkutil.WaitConnected(conn, *f.timeout); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(f.servers, ","), err)
+	}
+	return conn, nil
+}
+
+// runStatus is "hotpair status": read straight from ZooKeeper, so it works
+// while every monitor is down.
+func runStatus(_ context.Context, a *app, args []string) int {
+	fs := newFlags(a, "status", "status --zk HOST:PORT[,...] [--zk-root /hotpair] [--services budget,pacer,bidder] [--json]")
+	zf := addOpZKFlags(fs)
+	var services listFlag
+	fs.Var(&services, "services", "services to show, comma-separated (default budget,pacer,bidder)")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	if code, done := parse(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	problem, creds := zf.check()
+	if problem != "" {
+		return usageError(fs, a.stderr, "%s", problem)
+	}
+	if len(services) == 0 {
+		services = pipeline.Services()
+	}
+	for _, s := range services {
+		if !pipeline.IsService(s) {
+			return usageError(fs, a.stderr, "--services: %q is not one of %s", s, strings.Join(pipeline.Services(), ", "))
+		}
+	}
+	conn, err := zf.connect(a, creds)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair status: %v\n", err)
+		return 1
+	}
+	defer conn.Close()
+	st, err := monitor.ReadStatus(conn, znode.NewPaths(*zf.root), services, time.Now())
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair status: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(st)
+	} else {
+		err = monitor.WriteStatusText(a.stdout, st)
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair status: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// operatorName is who an override is recorded as set by.
+func operatorName(by string, creds *zkutil.Credentials) string {
+	switch {
+	case by != "":
+		return by
+	case creds != nil:
+		return creds.User
+	case os.Getenv("USER") != "":
+		return os.Getenv("USER")
+	}
+	return "unknown"
+}
