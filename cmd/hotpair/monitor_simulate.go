@@ -12,23 +12,37 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/core/history"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
-const simulateSynopsis = `monitor simulate (--file PATH | --primary-brokers B --standby-brokers B [--since 6h]) [threshold flags] [--json]
+const simulateSynopsis = `monitor simulate (--file PATH | --primary-brokers B --standby-brokers B [--since 6h] | --config FILE)
+       [threshold flags] [--json]
 
 Replays a recorded health history through the monitor's decision code with the
-given thresholds and prints the switches it would have made.`
+given thresholds and prints the switches it would have made. With --config, the
+thresholds, clusters and topic prefix come from the monitor's config file and
+any flag given overrides them.`
 
-// simulateFlags maps each threshold flag to the config key it sets, so that
-// a rejected value names the flag.
-var simulateFlags = map[string]string{
-	"window": "window", "sample-interval": "rules.sample_interval", "heartbeat-missed": "rules.heartbeat_missed",
-	"partition-grace": "rules.partition_grace", "rate-ratio": "rules.rate_ratio", "rate-reference": "rules.rate_reference",
-	"lag-limit": "rules.lag_limit", "preferred": "decision.preferred", "failover-after": "decision.failover_after",
-	"grace": "decision.grace", "stagger": "stagger.period",
+// thresholdFlags are the threshold flags: the config key each sets (so that
+// a rejected value names the flag) and how to copy it over a loaded config.
+var thresholdFlags = map[string]struct {
+	key  string
+	copy func(dst, src *core.Config)
+}{
+	"window":           {"window", func(d, s *core.Config) { d.Window = s.Window }},
+	"sample-interval":  {"rules.sample_interval", func(d, s *core.Config) { d.Rules.SampleInterval = s.Rules.SampleInterval }},
+	"heartbeat-missed": {"rules.heartbeat_missed", func(d, s *core.Config) { d.Rules.HeartbeatMissed = s.Rules.HeartbeatMissed }},
+	"partition-grace":  {"rules.partition_grace", func(d, s *core.Config) { d.Rules.PartitionGrace = s.Rules.PartitionGrace }},
+	"rate-ratio":       {"rules.rate_ratio", func(d, s *core.Config) { d.Rules.RateRatio = s.Rules.RateRatio }},
+	"rate-reference":   {"rules.rate_reference", func(d, s *core.Config) { d.Rules.RateReference = s.Rules.RateReference }},
+	"lag-limit":        {"rules.lag_limit", func(d, s *core.Config) { d.Rules.LagLimit = s.Rules.LagLimit }},
+	"preferred":        {"decision.preferred", func(d, s *core.Config) { d.Decision.Preferred = s.Decision.Preferred }},
+	"failover-after":   {"decision.failover_after", func(d, s *core.Config) { d.Decision.FailoverAfter = s.Decision.FailoverAfter }},
+	"grace":            {"decision.grace", func(d, s *core.Config) { d.Decision.Grace = s.Decision.Grace }},
+	"stagger":          {"stagger.period", func(d, s *core.Config) { d.Stagger.Period = s.Stagger.Period }},
 }
 
 // runMonitorSimulate is "hotpair monitor simulate".
@@ -43,6 +57,7 @@ func runMonitorSimulate(ctx context.Context, a *app, args []string) int {
 	timeout := fs.Duration("timeout", 2*time.Minute, "with brokers: give up reading after this long")
 	save := fs.String("save", "", "with brokers: also write the history read to this JSON-lines file, for later replays")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	cfgPath := fs.String("config", "", "take thresholds, clusters and topic prefix from this monitor config (flags override)")
 	cfg := core.DefaultConfig()
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "evaluation window")
 	fs.DurationVar(&cfg.Rules.SampleInterval, "sample-interval", cfg.Rules.SampleInterval, "the pipelines' health sample interval")
@@ -61,15 +76,29 @@ func runMonitorSimulate(ctx context.Context, a *app, args []string) int {
 	if fs.NArg() > 0 {
 		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
+	if *cfgPath != "" {
+		mc, err := monitor.LoadConfig(*cfgPath)
+		if err != nil {
+			fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)
+			return 1
+		}
+		cfg = withFlags(fs, mc.Config, &cfg)
+		if *file == "" && len(primary) == 0 && len(standby) == 0 {
+			primary, standby = mc.Clusters.Primary.Brokers, mc.Clusters.Standby.Brokers
+		}
+		if !isSet(fs, "topic-prefix") {
+			*prefix = mc.TopicPrefix
+		}
+	}
 	brokers := len(primary) > 0 || len(standby) > 0
 	switch {
 	case *file == "" && !brokers:
-		return usageError(fs, a.stderr, "give --file, or --primary-brokers and --standby-brokers")
-	case *file != "" && brokers:
+		return usageError(fs, a.stderr, "give --file, or --primary-brokers and --standby-brokers, or --config")
+	case *file != "" && (isSet(fs, "primary-brokers") || isSet(fs, "standby-brokers")):
 		return usageError(fs, a.stderr, "give --file or brokers, not both")
-	case brokers && (len(primary) == 0 || len(standby) == 0):
+	case *file == "" && (len(primary) == 0 || len(standby) == 0):
 		return usageError(fs, a.stderr, "give both --primary-brokers and --standby-brokers: a side without history would read as dead")
-	case !brokers && (*save != "" || isSet(fs, "since") || isSet(fs, "topic-prefix")):
+	case *file != "" && (*save != "" || isSet(fs, "since") || isSet(fs, "topic-prefix")):
 		return usageError(fs, a.stderr, "--since, --topic-prefix and --save apply to brokers only")
 	}
 	if err := cfg.Validate(); err != nil {
@@ -118,11 +147,22 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// withFlags returns base with the threshold flags given on the command line
+// (whose values are in set) copied over it.
+func withFlags(fs *flag.FlagSet, base core.Config, set *core.Config) core.Config {
+	fs.Visit(func(f *flag.Flag) {
+		if tf, ok := thresholdFlags[f.Name]; ok {
+			tf.copy(&base, set)
+		}
+	})
+	return base
+}
+
 // flagNames rewrites config keys in a validation error as the flags that set them.
 func flagNames(err error) string {
 	msg := err.Error()
-	for flagName, key := range simulateFlags {
-		msg = strings.ReplaceAll(msg, "monitor: "+key+" ", "--"+flagName+" ")
+	for flagName, tf := range thresholdFlags {
+		msg = strings.ReplaceAll(msg, "monitor: "+tf.key+" ", "--"+flagName+" ")
 	}
 	return strings.ReplaceAll(msg, "\n", "; ")
 }

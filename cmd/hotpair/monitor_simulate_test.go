@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -166,6 +167,30 @@ func TestMonitorSimulateTopics(t *testing.T) {
 	if !sameSwitches(decodeSim(t, fromFile), decodeSim(t, fromSaved)) {
 		t.Fatalf("saved history replays differently:\n%s", fromSaved)
 	}
+
+	// --config: clusters, topic prefix and thresholds from the monitor's
+	// config (here grace 0s), through the real command line; flags override.
+	cfgPath := filepath.Join(t.TempDir(), "monitor.yml")
+	yml := fmt.Sprintf("zk:\n  servers: [\"127.0.0.1:2181\"]\nclusters:\n  primary:\n    brokers: [%q]\n  standby:\n    brokers: [%q]\n"+
+		"topic_prefix: t-\nwindow: 1m\ndecision:\n  grace: 0s\n", brokers[0][0], brokers[1][0])
+	if err := os.WriteFile(cfgPath, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	since := simT0.Add(-time.Minute).Format(time.RFC3339)
+	var out, errb bytes.Buffer
+	if code := run([]string{"monitor", "simulate", "--config", cfgPath, "--since", since, "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if o := decodeSim(t, out.String()); len(o.Switches) != 5*2*3 || o.Thresholds["decision.grace"] != "0s" || o.Thresholds["window"] != "1m0s" {
+		t.Fatalf("--config: %d switches, thresholds %v", len(o.Switches), o.Thresholds)
+	}
+	out.Reset()
+	if code := run([]string{"monitor", "simulate", "--config", cfgPath, "--since", since, "--grace", "10m", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !sameSwitches(decodeSim(t, fromFile), decodeSim(t, out.String())) {
+		t.Fatalf("--config --grace 10m differs from the defaults:\n%s", out.String())
+	}
 }
 
 func sameSwitches(a, b simOut) bool {
@@ -208,6 +233,22 @@ func TestMonitorSimulateBadUsage(t *testing.T) {
 	}
 }
 
+func TestMonitorSimulateThroughRun(t *testing.T) {
+	path := writeHistory(t, flappingRecords())
+	var out, errb bytes.Buffer
+	if code := run([]string{"monitor", "simulate", "--file", path, "--window", "1m"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "switches: budget 2, pacer 2, bidder 2 (6 in all)") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"monitor", "simulate", "-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "-lag-limit duration") {
+		t.Fatalf("-h: exit %d\n%s", code, errb.String())
+	}
+}
+
 func TestMonitorSimulateFailures(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.jsonl")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
@@ -221,9 +262,18 @@ func TestMonitorSimulateFailures(t *testing.T) {
 		{"empty history", empty, "history has no live samples"},
 		{"bad line", bad, "bad.jsonl: history: bad line 1"},
 		{"missing file", filepath.Join(t.TempDir(), "nope"), "no such file"},
+		{"bad monitor config", "", "clusters.primary.brokers is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, errs := simulate(t, "--file", tc.path)
+			args := []string{"--file", tc.path}
+			if tc.path == "" {
+				cfg := filepath.Join(t.TempDir(), "monitor.yml")
+				if err := os.WriteFile(cfg, []byte("zk:\n  servers: [\"127.0.0.1:2181\"]\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = []string{"--config", cfg}
+			}
+			code, _, errs := simulate(t, args...)
 			if code != 1 || !strings.Contains(errs, tc.want) {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
