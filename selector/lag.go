@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
@@ -187,14 +188,42 @@ func (l *lagTracker) measuredAge(now time.Time) time.Duration {
 	return now.Sub(l.measuredAt)
 }
 
-// publish sets the side's lag gauges.
-func (l *lagTracker) publish(side Side, m *viewsMetrics, now time.Time) {
-	for _, vl := range l.report(side, now) {
-		m.behind.WithLabelValues(vl.Side, vl.Topic).Set(float64(vl.RecordsBehind))
-		m.caughtUp.WithLabelValues(vl.Side, vl.Topic).Set(b2f(vl.CaughtUp))
-		m.caughtUpOnce.WithLabelValues(vl.Side, vl.Topic).Set(b2f(vl.CaughtUpOnce))
+// lagCollector exports the lag report of both sides at every scrape, so
+// the metrics are never staler than Views.Lag.
+type lagCollector struct {
+	v                                          *Views
+	behind, caughtUp, caughtUpOnce, lastRecord *prometheus.Desc
+}
+
+func newLagCollector(v *Views) *lagCollector {
+	labels := []string{"side", "topic"}
+	return &lagCollector{
+		v: v,
+		behind: prometheus.NewDesc("hotpair_view_records_behind",
+			"Records between what the view applied and the topic's end offsets as last measured.", labels, nil),
+		caughtUp: prometheus.NewDesc("hotpair_view_caught_up",
+			"1 when the view has nothing behind as of the last measurement of end offsets.", labels, nil),
+		caughtUpOnce: prometheus.NewDesc("hotpair_view_caught_up_once",
+			"1 once every partition of the view has reached its end since the start (recovery finished).", labels, nil),
+		lastRecord: prometheus.NewDesc("hotpair_view_last_record_timestamp_seconds",
+			"Timestamp of the newest record the view applied (absent before the first).", labels, nil),
+	}
+}
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.behind
+	ch <- c.caughtUp
+	ch <- c.caughtUpOnce
+	ch <- c.lastRecord
+}
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, vl := range c.v.Lag() {
+		ch <- prometheus.MustNewConstMetric(c.behind, prometheus.GaugeValue, float64(vl.RecordsBehind), vl.Side, vl.Topic)
+		ch <- prometheus.MustNewConstMetric(c.caughtUp, prometheus.GaugeValue, b2f(vl.CaughtUp), vl.Side, vl.Topic)
+		ch <- prometheus.MustNewConstMetric(c.caughtUpOnce, prometheus.GaugeValue, b2f(vl.CaughtUpOnce), vl.Side, vl.Topic)
 		if !vl.LastRecordTime.IsZero() {
-			m.lastRecord.WithLabelValues(vl.Side, vl.Topic).Set(float64(vl.LastRecordTime.UnixNano()) / 1e9)
+			ch <- prometheus.MustNewConstMetric(c.lastRecord, prometheus.GaugeValue, float64(vl.LastRecordTime.UnixNano())/1e9, vl.Side, vl.Topic)
 		}
 	}
 }

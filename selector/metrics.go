@@ -94,15 +94,11 @@ func (m *metrics) setSide(svc Service, side Side, epoch int64, isDefault bool) {
 
 // viewsMetrics are the metrics of Views.
 type viewsMetrics struct {
-	fallbacks    [NumServices + 1][3]prometheus.Counter // [service][wanted side]
-	misses       [NumServices + 1]prometheus.Counter
-	records      [3][NumServices + 1]prometheus.Counter // [side][service]
-	fetchErrors  [3]prometheus.Counter
-	badRecords   *prometheus.CounterVec
-	behind       *prometheus.GaugeVec
-	caughtUp     *prometheus.GaugeVec
-	caughtUpOnce *prometheus.GaugeVec
-	lastRecord   *prometheus.GaugeVec
+	fallbacks   [NumServices + 1][3]prometheus.Counter // [service][wanted side]
+	misses      [NumServices + 1]prometheus.Counter
+	records     [3][NumServices + 1]prometheus.Counter // [side][service]
+	fetchErrors [3]prometheus.Counter
+	badRecords  *prometheus.CounterVec
 }
 
 func newViewsMetrics(reg prometheus.Registerer, v *Views) *viewsMetrics {
@@ -128,23 +124,8 @@ func newViewsMetrics(reg prometheus.Registerer, v *Views) *viewsMetrics {
 			Name: "hotpair_view_bad_records_total",
 			Help: "Records skipped because they do not decode (the view keeps the previous value).",
 		}, []string{"side", "topic", "reason"}),
-		behind: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hotpair_view_records_behind",
-			Help: "Records between what the view applied and the topic's end offsets as last measured.",
-		}, []string{"side", "topic"}),
-		caughtUp: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hotpair_view_caught_up",
-			Help: "1 when the view has nothing behind as of the last measurement.",
-		}, []string{"side", "topic"}),
-		caughtUpOnce: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hotpair_view_caught_up_once",
-			Help: "1 once every partition of the view has reached its end since the start (recovery finished).",
-		}, []string{"side", "topic"}),
-		lastRecord: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hotpair_view_last_record_timestamp_seconds",
-			Help: "Timestamp of the newest record the view applied.",
-		}, []string{"side", "topic"}),
 	}
+	reg.MustRegister(newLagCollector(v))
 	for _, side := range []Side{Primary, Standby} {
 		m.fetchErrors[side] = fetchErrors.WithLabelValues(side.String())
 		f.NewGaugeFunc(prometheus.GaugeOpts{

@@ -104,7 +104,7 @@ func (r *Retriever) Retrieve(rawTag string, campaigns []string) Result {
 // own snapshot.
 func (r *Retriever) RetrieveTag(t Tag, campaigns []string) Result {
 	r.m.requests.Inc()
-	res := Result{Tag: t}
+	res := Result{Tag: t, Serve: make([]Candidate, 0, len(campaigns))}
 	if !t.Valid() {
 		r.m.tagInvalid[0].Inc()
 		res.Tag, res.OwnSnapshot = r.own.Snapshot().Tag(), true
@@ -133,9 +133,10 @@ func (r *Retriever) candidate(t Tag, id string) Candidate {
 		}
 		return c
 	}
+	entries := campaignEntries{v: r.views, i: i}
 	for _, svc := range Services() {
 		want := t.Side(svc)
-		e, from, ok := r.views.pick(svc, want, i)
+		e, from, ok := r.views.pick(&entries, svc, want)
 		if !ok {
 			continue
 		}

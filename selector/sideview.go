@@ -137,7 +137,6 @@ func (sv *sideView) measureLoop(ctx context.Context, adm *kadm.Client) {
 	defer t.Stop()
 	for {
 		sv.measure(ctx, adm)
-		sv.lag.publish(sv.side, sv.m, time.Now())
 		select {
 		case <-ctx.Done():
 			return

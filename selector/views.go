@@ -155,25 +155,41 @@ func (v *Views) Get(svc Service, campaign string, side Side) Answer {
 		v.m.misses[svc].Inc()
 		return a
 	}
-	e, from, ok := v.pick(svc, side, i)
-	if ok {
+	c := campaignEntries{v: v, i: i}
+	if e, from, ok := v.pick(&c, svc, side); ok {
 		a.fill(e, from)
 	}
 	return a
 }
 
-// pick returns svc's entry of campaign i from side, or from the other side
+// pick returns svc's entry of campaign c from side, or from the other side
 // when side has none; it counts fallbacks and misses.
-func (v *Views) pick(svc Service, side Side, i uint32) (entry, Side, bool) {
-	if e, ok := v.sides[side].tab.get(i); ok && e.has.Has(svc) {
+func (v *Views) pick(c *campaignEntries, svc Service, side Side) (entry, Side, bool) {
+	if e := c.side(side); e.has.Has(svc) {
 		return e, side, true
 	}
-	if e, ok := v.sides[side.Other()].tab.get(i); ok && e.has.Has(svc) {
+	if e := c.side(side.Other()); e.has.Has(svc) {
 		v.m.fallbacks[svc][side].Inc()
 		return e, side.Other(), true
 	}
 	v.m.misses[svc].Inc()
 	return entry{}, 0, false
+}
+
+// campaignEntries reads one campaign's entries, each side's at most once.
+type campaignEntries struct {
+	v      *Views
+	i      uint32
+	e      [3]entry // indexed by Side
+	loaded [3]bool
+}
+
+func (c *campaignEntries) side(s Side) entry {
+	if !c.loaded[s] {
+		c.e[s], _ = c.v.sides[s].tab.get(c.i)
+		c.loaded[s] = true
+	}
+	return c.e[s]
 }
 
 func (a *Answer) fill(e entry, from Side) {
