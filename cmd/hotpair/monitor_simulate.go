@@ -48,97 +48,135 @@ var thresholdFlags = map[string]struct {
 // runMonitorSimulate is "hotpair monitor simulate".
 func runMonitorSimulate(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "monitor simulate", simulateSynopsis)
-	file := fs.String("file", "", "JSON-lines history: one HealthSample per line, optionally with \"received_at\" (- for stdin)")
-	var primary, standby listFlag
-	fs.Var(&primary, "primary-brokers", "read the history from the hotpair-health topic of the primary cluster (comma-separated brokers)")
-	fs.Var(&standby, "standby-brokers", "… and of the standby cluster")
-	since := fs.String("since", "6h", "with brokers: read records from this long ago (a duration) or since this RFC 3339 time")
-	prefix := fs.String("topic-prefix", "", "with brokers: prefix of the topic names")
-	timeout := fs.Duration("timeout", 2*time.Minute, "with brokers: give up reading after this long")
-	save := fs.String("save", "", "with brokers: also write the history read to this JSON-lines file, for later replays")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	cfgPath := fs.String("config", "", "take thresholds, clusters and topic prefix from this monitor config (flags override)")
-	cfg := core.DefaultConfig()
-	fs.DurationVar(&cfg.Window, "window", cfg.Window, "evaluation window")
-	fs.DurationVar(&cfg.Rules.SampleInterval, "sample-interval", cfg.Rules.SampleInterval, "the pipelines' health sample interval")
-	fs.IntVar(&cfg.Rules.HeartbeatMissed, "heartbeat-missed", cfg.Rules.HeartbeatMissed, "no_heartbeat after this many sample intervals without a sample")
-	fs.DurationVar(&cfg.Rules.PartitionGrace, "partition-grace", cfg.Rules.PartitionGrace, "partitions_uncovered after partitions stay unassigned this long")
-	fs.Float64Var(&cfg.Rules.RateRatio, "rate-ratio", cfg.Rules.RateRatio, "input_rate_low below this fraction of the other side's QPS")
-	fs.Float64Var(&cfg.Rules.RateReference, "rate-reference", cfg.Rules.RateReference, "… judged only when the other side has at least this QPS")
-	fs.DurationVar(&cfg.Rules.LagLimit, "lag-limit", cfg.Rules.LagLimit, "lag_high above this merged p99 event lag")
-	fs.StringVar(&cfg.Decision.Preferred, "preferred", cfg.Decision.Preferred, "the preferred side")
-	fs.IntVar(&cfg.Decision.FailoverAfter, "failover-after", cfg.Decision.FailoverAfter, "switch after this many consecutive unhealthy windows")
-	fs.DurationVar(&cfg.Decision.Grace, "grace", cfg.Decision.Grace, "return to the preferred side after it is healthy this long")
-	fs.DurationVar(&cfg.Stagger.Period, "stagger", cfg.Stagger.Period, "staggered-deploy period (0: off)")
+	sa := newSimulateArgs(fs)
 	if code, done := parse(fs, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
-	if *cfgPath != "" {
-		mc, err := monitor.LoadConfig(*cfgPath)
-		if err != nil {
-			fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)
-			return 1
-		}
-		cfg = withFlags(fs, mc.Config, &cfg)
-		if *file == "" && len(primary) == 0 && len(standby) == 0 {
-			primary, standby = mc.Clusters.Primary.Brokers, mc.Clusters.Standby.Brokers
-		}
-		if !isSet(fs, "topic-prefix") {
-			*prefix = mc.TopicPrefix
-		}
+	fail := func(err error) int {
+		fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)
+		return 1
 	}
-	brokers := len(primary) > 0 || len(standby) > 0
-	switch {
-	case *file == "" && !brokers:
-		return usageError(fs, a.stderr, "give --file, or --primary-brokers and --standby-brokers, or --config")
-	case *file != "" && (isSet(fs, "primary-brokers") || isSet(fs, "standby-brokers")):
-		return usageError(fs, a.stderr, "give --file or brokers, not both")
-	case *file == "" && (len(primary) == 0 || len(standby) == 0):
-		return usageError(fs, a.stderr, "give both --primary-brokers and --standby-brokers: a side without history would read as dead")
-	case *file != "" && (*save != "" || isSet(fs, "since") || isSet(fs, "topic-prefix")):
-		return usageError(fs, a.stderr, "--since, --topic-prefix and --save apply to brokers only")
+	if err := sa.applyConfigFile(fs); err != nil {
+		return fail(err)
 	}
-	if err := cfg.Validate(); err != nil {
-		return usageError(fs, a.stderr, "%s", flagNames(err))
+	if msg := sa.check(fs); msg != "" {
+		return usageError(fs, a.stderr, "%s", msg)
 	}
-	sinceT, err := parseSince(*since, time.Now())
+	recs, err := sa.history(ctx, a)
 	if err != nil {
-		return usageError(fs, a.stderr, "--since: %v", err)
+		return fail(err)
 	}
-
-	var recs []core.Record
-	if *file != "" {
-		recs, err = readHistoryFile(*file)
+	res, err := core.Simulate(sa.cfg, recs)
+	if err != nil {
+		return fail(err)
+	}
+	if sa.json {
+		err = printSimulationJSON(a.stdout, sa.cfg, res)
 	} else {
-		rctx, cancel := context.WithTimeout(ctx, *timeout)
-		recs, err = readHistoryTopics(rctx, a, primary, standby, pipeline.TopicsWithPrefix(*prefix).Health, sinceT)
-		cancel()
-		if err == nil && *save != "" {
-			err = saveHistory(*save, recs)
-		}
+		err = printSimulation(a.stdout, sa.cfg, res)
 	}
 	if err != nil {
-		fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)
-		return 1
-	}
-	res, err := core.Simulate(cfg, recs)
-	if err != nil {
-		fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)
-		return 1
-	}
-	if *asJSON {
-		err = printSimulationJSON(a.stdout, cfg, res)
-	} else {
-		err = printSimulation(a.stdout, cfg, res)
-	}
-	if err != nil {
-		fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)
-		return 1
+		return fail(err)
 	}
 	return 0
+}
+
+// simulateArgs are the parsed flags of "monitor simulate".
+type simulateArgs struct {
+	file, since, prefix, save, cfgPath string
+	primary, standby                   listFlag
+	timeout                            time.Duration
+	json                               bool
+	sinceT                             time.Time
+	cfg                                core.Config
+}
+
+// newSimulateArgs registers the flags; straight-line flag wiring, one per line.
+func newSimulateArgs(fs *flag.FlagSet) *simulateArgs {
+	sa := &simulateArgs{cfg: core.DefaultConfig()}
+	fs.StringVar(&sa.file, "file", "", "JSON-lines history: one HealthSample per line, optionally with \"received_at\" (- for stdin)")
+	fs.Var(&sa.primary, "primary-brokers", "read the history from the hotpair-health topic of the primary cluster (comma-separated brokers)")
+	fs.Var(&sa.standby, "standby-brokers", "… and of the standby cluster")
+	fs.StringVar(&sa.since, "since", "6h", "with brokers: read records from this long ago (a duration) or since this RFC 3339 time")
+	fs.StringVar(&sa.prefix, "topic-prefix", "", "with brokers: prefix of the topic names")
+	fs.DurationVar(&sa.timeout, "timeout", 2*time.Minute, "with brokers: give up reading after this long")
+	fs.StringVar(&sa.save, "save", "", "with brokers: also write the history read to this JSON-lines file, for later replays")
+	fs.BoolVar(&sa.json, "json", false, "print the result as JSON")
+	fs.StringVar(&sa.cfgPath, "config", "", "take thresholds, clusters and topic prefix from this monitor config (flags override)")
+	c := &sa.cfg
+	fs.DurationVar(&c.Window, "window", c.Window, "evaluation window")
+	fs.DurationVar(&c.Rules.SampleInterval, "sample-interval", c.Rules.SampleInterval, "the pipelines' health sample interval")
+	fs.IntVar(&c.Rules.HeartbeatMissed, "heartbeat-missed", c.Rules.HeartbeatMissed, "no_heartbeat after this many sample intervals without a sample")
+	fs.DurationVar(&c.Rules.PartitionGrace, "partition-grace", c.Rules.PartitionGrace, "partitions_uncovered after partitions stay unassigned this long")
+	fs.Float64Var(&c.Rules.RateRatio, "rate-ratio", c.Rules.RateRatio, "input_rate_low below this fraction of the other side's QPS")
+	fs.Float64Var(&c.Rules.RateReference, "rate-reference", c.Rules.RateReference, "… judged only when the other side has at least this QPS")
+	fs.DurationVar(&c.Rules.LagLimit, "lag-limit", c.Rules.LagLimit, "lag_high above this merged p99 event lag")
+	fs.StringVar(&c.Decision.Preferred, "preferred", c.Decision.Preferred, "the preferred side")
+	fs.IntVar(&c.Decision.FailoverAfter, "failover-after", c.Decision.FailoverAfter, "switch after this many consecutive unhealthy windows")
+	fs.DurationVar(&c.Decision.Grace, "grace", c.Decision.Grace, "return to the preferred side after it is healthy this long")
+	fs.DurationVar(&c.Stagger.Period, "stagger", c.Stagger.Period, "staggered-deploy period (0: off)")
+	return sa
+}
+
+// applyConfigFile takes thresholds, clusters and topic prefix from the
+// monitor config named by --config; flags given on the command line win.
+func (sa *simulateArgs) applyConfigFile(fs *flag.FlagSet) error {
+	if sa.cfgPath == "" {
+		return nil
+	}
+	mc, err := monitor.LoadConfig(sa.cfgPath)
+	if err != nil {
+		return err
+	}
+	sa.cfg = withFlags(fs, mc.Config, &sa.cfg)
+	if sa.file == "" && len(sa.primary) == 0 && len(sa.standby) == 0 {
+		sa.primary, sa.standby = mc.Clusters.Primary.Brokers, mc.Clusters.Standby.Brokers
+	}
+	if !isSet(fs, "topic-prefix") {
+		sa.prefix = mc.TopicPrefix
+	}
+	return nil
+}
+
+// check returns what is wrong with the arguments, "" if nothing.
+func (sa *simulateArgs) check(fs *flag.FlagSet) string {
+	brokers := len(sa.primary) > 0 || len(sa.standby) > 0
+	switch {
+	case sa.file == "" && !brokers:
+		return "give --file, or --primary-brokers and --standby-brokers, or --config"
+	case sa.file != "" && (isSet(fs, "primary-brokers") || isSet(fs, "standby-brokers")):
+		return "give --file or brokers, not both"
+	case sa.file == "" && (len(sa.primary) == 0 || len(sa.standby) == 0):
+		return "give both --primary-brokers and --standby-brokers: a side without history would read as dead"
+	case sa.file != "" && (sa.save != "" || isSet(fs, "since") || isSet(fs, "topic-prefix")):
+		return "--since, --topic-prefix and --save apply to brokers only"
+	}
+	if err := sa.cfg.Validate(); err != nil {
+		return flagNames(err)
+	}
+	t, err := parseSince(sa.since, time.Now())
+	if err != nil {
+		return "--since: " + err.Error()
+	}
+	sa.sinceT = t
+	return ""
+}
+
+// history reads the file, or both clusters' topics (and saves them if asked).
+func (sa *simulateArgs) history(ctx context.Context, a *app) ([]core.Record, error) {
+	if sa.file != "" {
+		return readHistoryFile(sa.file)
+	}
+	ctx, cancel := context.WithTimeout(ctx, sa.timeout)
+	defer cancel()
+	recs, err := readHistoryTopics(ctx, a, sa.primary, sa.standby, pipeline.TopicsWithPrefix(sa.prefix).Health, sa.sinceT)
+	if err == nil && sa.save != "" {
+		err = saveHistory(sa.save, recs)
+	}
+	return recs, err
 }
 
 func isSet(fs *flag.FlagSet, name string) bool {
