@@ -14,7 +14,8 @@ import (
 // is behind: that is the backpressure that slows the whole play down.
 type sender interface {
 	begin(start time.Time)
-	send(ctx context.Context, rec *Record, ts time.Time)
+	// send reports whether some target made it wait.
+	send(ctx context.Context, rec *Record, ts time.Time) (waited bool)
 }
 
 // Reasons a play stopped.
@@ -87,10 +88,15 @@ func (l *playLoop) run(ctx context.Context) (string, error) {
 		} else if ctx.Err() != nil {
 			return StoppedInterrupted, nil
 		}
-		sentAt := time.Now()
-		l.out.send(ctx, rec, sentAt)
-		l.pacer.Released(time.Now())
-		l.count(sentAt)
+		if due.After(now) {
+			now = time.Now()
+		}
+		if l.out.send(ctx, rec, now) {
+			l.pacer.Released(time.Now())
+		} else {
+			l.pacer.Released(now)
+		}
+		l.count(now)
 	}
 }
 
@@ -124,7 +130,7 @@ func (f *fanout) begin(start time.Time) {
 	}
 }
 
-func (f *fanout) send(ctx context.Context, rec *Record, now time.Time) {
+func (f *fanout) send(ctx context.Context, rec *Record, now time.Time) (waited bool) {
 	ts := now
 	if f.o.RecordedTimestamps {
 		ts = rec.Timestamp
@@ -145,7 +151,9 @@ func (f *fanout) send(ctx context.Context, rec *Record, now time.Time) {
 			Value:     value,
 			Timestamp: ts,
 			Partition: rec.Partition,
-			Headers:   make([]kgo.RecordHeader, 0, len(rec.Headers)+len(f.o.Headers)),
+		}
+		if n := len(rec.Headers) + len(f.o.Headers); n > 0 {
+			kr.Headers = make([]kgo.RecordHeader, 0, n)
 		}
 		for _, h := range rec.Headers {
 			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
@@ -153,6 +161,7 @@ func (f *fanout) send(ctx context.Context, rec *Record, now time.Time) {
 		for _, h := range f.o.Headers {
 			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		}
-		s.produce(ctx, kr)
+		waited = s.produce(ctx, kr) || waited
 	}
+	return waited
 }

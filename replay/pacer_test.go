@@ -103,12 +103,14 @@ type fakeSender struct {
 
 func (f *fakeSender) begin(start time.Time) { f.start = start }
 
-func (f *fakeSender) send(_ context.Context, rec *Record, now time.Time) {
+func (f *fakeSender) send(_ context.Context, rec *Record, now time.Time) bool {
 	f.sent = append(f.sent, now.Sub(f.start))
 	f.keys = append(f.keys, string(rec.Key))
 	if d := f.block[len(f.sent)-1]; d > 0 {
 		time.Sleep(d)
+		return true
 	}
+	return false
 }
 
 // playFake runs the player's driver loop over a recording with a fake sender.

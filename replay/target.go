@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -81,10 +82,13 @@ func (p Partitioning) partitioner() kgo.Partitioner {
 // sink is one target's producer and its delivery accounting. Produce is
 // called by the player's loop only; the callback runs on the client's goroutines.
 type sink struct {
-	target Target
-	client *kgo.Client
-	start  time.Time
-	m      *playerMetrics
+	target   Target
+	client   *kgo.Client
+	start    time.Time
+	inFlight int64 // the client's buffer limit: Produce blocks at it
+
+	// this target's metric children, resolved once
+	sent, failed, backpressure prometheus.Counter
 
 	mu          sync.Mutex
 	acked       int64
@@ -117,23 +121,27 @@ func newSink(ctx context.Context, t Target, o *PlayerOptions, sourcePartitions i
 		return nil, fmt.Errorf("replay: target %s has %d partitions, the recording came from %d: --partitioning preserve needs at least as many",
 			t, n, sourcePartitions)
 	}
-	return &sink{target: t, client: cl, m: m}, nil
+	name := t.String()
+	return &sink{target: t, client: cl, inFlight: int64(o.MaxInFlight), sent: m.sent.WithLabelValues(name),
+		failed: m.errors.WithLabelValues(name), backpressure: m.backpressure.WithLabelValues(name)}, nil
 }
 
-// produce hands r to the client; it blocks while the client's buffer is full
-// (the target is behind) and returns how long it blocked.
-func (s *sink) produce(ctx context.Context, r *kgo.Record) time.Duration {
+// produce hands r to the client. While the client's buffer is full (the
+// target is behind) it blocks; it then reports that it waited, and how long.
+func (s *sink) produce(ctx context.Context, r *kgo.Record) bool {
+	if s.client.BufferedProduceRecords() < s.inFlight {
+		s.client.Produce(ctx, r, s.delivered)
+		return false
+	}
 	t0 := time.Now()
 	s.client.Produce(ctx, r, s.delivered)
 	waited := time.Since(t0)
-	if waited > time.Millisecond {
-		s.mu.Lock()
-		s.waited += waited
-		s.waits++
-		s.mu.Unlock()
-		s.m.backpressure.WithLabelValues(s.target.String()).Add(waited.Seconds())
-	}
-	return waited
+	s.mu.Lock()
+	s.waited += waited
+	s.waits++
+	s.mu.Unlock()
+	s.backpressure.Add(waited.Seconds())
+	return true
 }
 
 const maxKeptErrors = 5
@@ -147,7 +155,7 @@ func (s *sink) delivered(r *kgo.Record, err error) {
 		if len(s.firstErrors) < maxKeptErrors {
 			s.firstErrors = append(s.firstErrors, errorText(err))
 		}
-		s.m.errors.WithLabelValues(s.target.String()).Inc()
+		s.failed.Inc()
 		return
 	}
 	s.acked++
@@ -158,7 +166,7 @@ func (s *sink) delivered(r *kgo.Record, err error) {
 		}
 		s.ackSeconds[sec]++
 	}
-	s.m.sent.WithLabelValues(s.target.String()).Inc()
+	s.sent.Inc()
 }
 
 func errorText(err error) string {
