@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/internal/kafka"
-	"github.com/hotpair/hotpair/internal/kafkatest"
 )
 
 // benchRecords are ad-event-like records: 1000 campaigns, ~190-byte values.
@@ -45,13 +45,19 @@ func benchFile(b *testing.B, recs []*Record) string {
 	return path
 }
 
-func benchTopic(b *testing.B, partitions int32) []string {
+// benchTopic starts a kfake cluster with topic "in"; close it at the end of
+// the iteration (kfake keeps every record in memory).
+func benchTopic(b *testing.B, partitions int32) ([]string, func()) {
 	b.Helper()
-	brokers := kafkatest.Cluster(b).ListenAddrs()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	brokers := c.ListenAddrs()
 	if err := kafka.EnsureTopics(b.Context(), brokers, partitions, 1, kafka.TopicSpec{Name: "in"}); err != nil {
 		b.Fatal(err)
 	}
-	return brokers
+	return brokers, c.Close
 }
 
 // rawProduce is the baseline: a franz-go producer with the player's client
@@ -87,7 +93,8 @@ func BenchmarkMaxRate(b *testing.B) {
 	path := benchFile(b, recs)
 	var playTotal, rawTotal time.Duration
 	for b.Loop() {
-		p, err := NewPlayer(PlayerOptions{Recording: path, Targets: []Target{{benchTopic(b, 8), "in"}}, Unpaced: true})
+		brokers, closeCluster := benchTopic(b, 8)
+		p, err := NewPlayer(PlayerOptions{Recording: path, Targets: []Target{{brokers, "in"}}, Unpaced: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -99,7 +106,10 @@ func BenchmarkMaxRate(b *testing.B) {
 		if p.Report().Targets[0].Sent != n {
 			b.Fatalf("sent %d of %d", p.Report().Targets[0].Sent, n)
 		}
-		rawTotal += rawProduce(b, benchTopic(b, 8), recs)
+		closeCluster()
+		brokers, closeCluster = benchTopic(b, 8)
+		rawTotal += rawProduce(b, brokers, recs)
+		closeCluster()
 	}
 	player := float64(n*b.N) / playTotal.Seconds()
 	raw := float64(n*b.N) / rawTotal.Seconds()
@@ -122,7 +132,8 @@ func BenchmarkRatePrecision(b *testing.B) {
 			path := benchFile(b, benchRecords(c.n))
 			var rep Report
 			for b.Loop() {
-				o := PlayerOptions{Recording: path, Targets: []Target{{benchTopic(b, 8), "in"}}, QPS: c.qps}
+				brokers, closeCluster := benchTopic(b, 8)
+				o := PlayerOptions{Recording: path, Targets: []Target{{brokers, "in"}}, QPS: c.qps}
 				if c.qps == 0 {
 					o.Unpaced, o.Loop, o.Duration = true, true, 4*time.Second
 				}
@@ -134,6 +145,7 @@ func BenchmarkRatePrecision(b *testing.B) {
 					b.Fatal(err)
 				}
 				rep = p.Report()
+				closeCluster()
 			}
 			b.ReportMetric(rep.AchievedRate, "achieved-rec/s")
 			if c.qps > 0 {
