@@ -36,6 +36,8 @@ type playLoop struct {
 	sinks []*sink
 	m     *playerMetrics
 	log   *slog.Logger
+	// produceCtx is the context records are produced under (default: run's).
+	produceCtx context.Context
 
 	released    int64
 	first, last time.Time // send times of the first and last record
@@ -45,6 +47,9 @@ type playLoop struct {
 func (l *playLoop) run(ctx context.Context) (string, error) {
 	if l.out == nil {
 		l.out = &fanout{sinks: l.sinks, o: l.o}
+	}
+	if l.produceCtx == nil {
+		l.produceCtx = ctx
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -91,7 +96,7 @@ func (l *playLoop) run(ctx context.Context) (string, error) {
 		if due.After(now) {
 			now = time.Now()
 		}
-		if l.out.send(ctx, rec, now) {
+		if l.out.send(l.produceCtx, rec, now) {
 			l.pacer.Released(time.Now())
 		} else {
 			l.pacer.Released(now)

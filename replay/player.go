@@ -93,6 +93,10 @@ func countTrue(bs ...bool) int {
 	return n
 }
 
+// flushGrace is how long a player waits for its targets to acknowledge what
+// it handed over, after the play ended or was cancelled.
+const flushGrace = 30 * time.Second
+
 // Player plays a recording into its targets.
 type Player struct {
 	o      PlayerOptions
@@ -156,11 +160,17 @@ func (p *Player) Run(ctx context.Context) error {
 	}
 	p.report = Report{Recording: p.o.Recording, Mode: mode, TargetRate: rate, Percent: p.o.Percent}
 	p.log.Info("replay: playing", "recording", p.o.Recording, "mode", mode, "rate", rate, "targets", len(sinks))
-	l := &playLoop{o: &p.o, src: src, pacer: pacer, sinks: sinks, m: p.m, log: p.log}
+	// Records are produced under a context that outlives a cancel by
+	// flushGrace: what was handed over before Ctrl-C still gets delivered
+	// (or counted as failed), and a Produce blocked on a dead target still
+	// returns in the end.
+	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer pcancel()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(flushGrace, pcancel) })
+	defer stopGrace()
+	l := &playLoop{o: &p.o, src: src, pacer: pacer, sinks: sinks, m: p.m, log: p.log, produceCtx: pctx}
 	stopped, err := l.run(ctx)
-	// Wait for acknowledgements even after a cancel: what was handed over is
-	// either delivered or counted as failed, never silently dropped.
-	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	flushCtx, cancel := context.WithTimeout(pctx, flushGrace)
 	defer cancel()
 	for _, s := range sinks {
 		if ferr := s.flush(flushCtx); ferr != nil {
