@@ -1,14 +1,13 @@
 package selector
 
 import (
-	"sync"
+	"math"
 	"sync/atomic"
 	"time"
 )
 
 // entry is everything one side holds for one campaign: the latest value of
-// each of the three output tables. 48 bytes, no pointers (the garbage
-// collector never scans the tables).
+// each of the three output tables.
 type entry struct {
 	rate       float64 // Pacing.Rate
 	multiplier float64 // BidMultiplier.Multiplier
@@ -20,13 +19,64 @@ type entry struct {
 	has        ServiceSet // which services' values are present
 }
 
-// table is one side's entries, indexed by keyIndex. Entries live in fixed
-// chunks, so the table grows without copying them; a reader takes one
-// chunk's read lock for the time of a copy of one entry.
+// slot stores an entry in 48 bytes without pointers (the garbage collector
+// never scans a table) and without a lock: it is a seqlock. The one writer
+// makes seq odd, stores the fields and makes seq even again; a reader
+// retries when seq was odd or changed while it read. Every field is
+// accessed atomically, so readers never block and never race.
+type slot struct {
+	seq        atomic.Uint32
+	meta       atomic.Uint32 // day<<8 | status<<4 | has
+	rate       atomic.Uint64 // float64 bits
+	multiplier atomic.Uint64 // float64 bits
+	statusAt   atomic.Int64
+	pacingAt   atomic.Int64
+	multAt     atomic.Int64
+}
+
+func (s *slot) load() entry {
+	for {
+		seq := s.seq.Load()
+		if seq&1 != 0 {
+			continue // the writer is in the middle of an update: a few ns
+		}
+		meta := s.meta.Load()
+		e := entry{
+			rate:       math.Float64frombits(s.rate.Load()),
+			multiplier: math.Float64frombits(s.multiplier.Load()),
+			statusAt:   s.statusAt.Load(),
+			pacingAt:   s.pacingAt.Load(),
+			multAt:     s.multAt.Load(),
+			day:        int32(meta >> 8),
+			status:     BudgetState(meta >> 4 & 0xf),
+			has:        ServiceSet(meta & 0xf),
+		}
+		if s.seq.Load() == seq {
+			return e
+		}
+	}
+}
+
+// store writes e; only the table's one writer calls it.
+func (s *slot) store(e entry) {
+	s.seq.Add(1)
+	s.meta.Store(uint32(e.day)<<8 | uint32(e.status&0xf)<<4 | uint32(e.has&0xf))
+	s.rate.Store(math.Float64bits(e.rate))
+	s.multiplier.Store(math.Float64bits(e.multiplier))
+	s.statusAt.Store(e.statusAt)
+	s.pacingAt.Store(e.pacingAt)
+	s.multAt.Store(e.multAt)
+	s.seq.Add(1)
+}
+
+// table is one side's entries, indexed by keyIndex. Slots live in fixed
+// chunks, so the table grows without moving them; the chunk directory is
+// replaced (copy on write) when it grows.
 //
-// One goroutine (the side's consumer) writes a table; any number read it.
+// One goroutine (the side's consumer) writes a table; any number read it
+// without locks.
 type table struct {
-	dir atomic.Pointer[[]*chunk] // replaced (copy on write) when it grows
+	dir atomic.Pointer[[]*chunk]
 }
 
 const (
@@ -34,10 +84,7 @@ const (
 	chunkSize = 1 << chunkBits
 )
 
-type chunk struct {
-	mu sync.RWMutex
-	e  [chunkSize]entry
-}
+type chunk [chunkSize]slot
 
 // get returns the entry at i; ok is false when the side has no value at all
 // for that campaign.
@@ -47,20 +94,17 @@ func (t *table) get(i uint32) (entry, bool) {
 	if d == nil || ci >= len(*d) || (*d)[ci] == nil {
 		return entry{}, false
 	}
-	c := (*d)[ci]
-	c.mu.RLock()
-	e := c.e[i&(chunkSize-1)]
-	c.mu.RUnlock()
+	e := (*d)[ci][i&(chunkSize-1)].load()
 	return e, !e.has.Empty()
 }
 
 // update changes the entry at i with f, creating its chunk if needed.
 // Only the table's writer calls it.
 func (t *table) update(i uint32, f func(*entry)) {
-	c := t.chunkFor(int(i >> chunkBits))
-	c.mu.Lock()
-	f(&c.e[i&(chunkSize-1)])
-	c.mu.Unlock()
+	s := &t.chunkFor(int(i >> chunkBits))[i&(chunkSize-1)]
+	e := s.load()
+	f(&e)
+	s.store(e)
 }
 
 func (t *table) chunkFor(ci int) *chunk {
@@ -82,8 +126,11 @@ func (t *table) chunkFor(ci int) *chunk {
 	return n[ci]
 }
 
+// maxDay is the last day a slot can hold (day has 24 bits).
+const maxDay = 1<<24 - 1
+
 // dayNumber converts a YYYY-MM-DD day (already validated) to days since 1970.
-func dayNumber(t time.Time) int32 { return int32(t.Unix() / 86400) }
+func dayNumber(t time.Time) int32 { return int32(min(max(t.Unix()/86400, 0), maxDay)) }
 
 // dayTime converts days since 1970 back to a UTC midnight.
 func dayTime(d int32) time.Time { return time.Unix(int64(d)*86400, 0).UTC() }
