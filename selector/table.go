@@ -2,6 +2,7 @@ package selector
 
 import (
 	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -35,10 +36,13 @@ type slot struct {
 }
 
 func (s *slot) load() entry {
-	for {
+	for spins := 0; ; spins++ {
+		if spins > 16 {
+			runtime.Gosched() // the writer was descheduled mid-update: let it finish
+		}
 		seq := s.seq.Load()
 		if seq&1 != 0 {
-			continue // the writer is in the middle of an update: a few ns
+			continue // the writer is in the middle of an update (a few ns)
 		}
 		meta := s.meta.Load()
 		e := entry{
