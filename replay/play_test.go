@@ -195,14 +195,24 @@ func TestRecordLiveWithFilters(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "live.hpr")
 	var progress []Progress
+	recording := make(chan struct{}) // closed at the first progress call: the recorder is consuming
 	rec, err := NewRecorder(RecorderOptions{Brokers: src, Topic: "ad-events", Output: out, Duration: 3 * time.Second, Filter: f,
-		ProgressInterval: 500 * time.Millisecond, Progress: func(p Progress) { progress = append(progress, p) }})
+		ProgressInterval: 500 * time.Millisecond, Progress: func(p Progress) {
+			if len(progress) == 0 {
+				close(recording)
+			}
+			progress = append(progress, p)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Run(t.Context()) }()
-	time.Sleep(time.Second)
+	select {
+	case <-recording:
+	case err := <-done:
+		t.Fatalf("recorder ended before recording: %v", err)
+	}
 	live := testRecords(200, 20, time.Now(), time.Millisecond)
 	produce(t, src, "ad-events", live)
 	if err := <-done; err != nil {

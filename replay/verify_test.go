@@ -123,7 +123,7 @@ func buildPatchedHotpair(t *testing.T, patch func(root string)) string {
 	patch(dst)
 	bin := filepath.Join(dst, "hotpair-candidate")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/hotpair")
-	cmd.Dir, cmd.Env = dst, append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	cmd.Dir, cmd.Env = dst, append(os.Environ(), "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the candidate: %v\n%s", err, b)
 	}
