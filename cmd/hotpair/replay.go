@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hotpair/hotpair/replay"
 )
 
@@ -109,6 +111,7 @@ func runReplayRecord(ctx context.Context, a *app, args []string) int {
 	out := fs.String("o", "", "recording file to write (required)")
 	limit := fs.Int64("limit", 0, "stop after this many records (0: no limit)")
 	progress := fs.String("progress", "auto", "progress display: auto (a live line on a terminal, a line every 10s otherwise), plain, none")
+	httpAddr := fs.String("http", "", "serve /metrics on this address while recording")
 	ff := addFilterFlags(fs)
 	pos, code, done := parseMixed(fs, args)
 	if done {
@@ -143,6 +146,10 @@ func runReplayRecord(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "%v", err)
 	}
 	o.Progress, o.ProgressInterval = progressPrinter(a.stderr, *progress)
+	if o.Registerer, err = serveReplayMetrics(ctx, *httpAddr); err != nil {
+		fmt.Fprintln(a.stderr, "hotpair replay record: --http:", err)
+		return 1
+	}
 	rec, err := replay.NewRecorder(o)
 	if err != nil {
 		return usageError(fs, a.stderr, "%v", err)
@@ -189,6 +196,17 @@ func progressLine(p replay.Progress) string {
 	}
 	return fmt.Sprintf("recording:%s %d records, %s, %.0f/s, %d left out, %v elapsed",
 		pct, p.Records, byteSize(p.Bytes), rate, p.Filtered, p.Elapsed.Round(time.Second))
+}
+
+// serveReplayMetrics returns the registry a recorder or player registers
+// on, served on addr until ctx ends when addr is set.
+func serveReplayMetrics(ctx context.Context, addr string) (*prometheus.Registry, error) {
+	reg := newRegistry()
+	if addr == "" {
+		return reg, nil
+	}
+	_, err := serveHTTP(ctx, addr, metricsMux(reg))
+	return reg, err
 }
 
 func isTerminal(w io.Writer) bool {
@@ -299,6 +317,7 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	partitioning := fs.String("partitioning", "key", "key: goka's hash of the key (what goka consumers expect); preserve: the recorded partition")
 	maxInFlight := fs.Int("max-in-flight", 10000, "records a target may hold unacknowledged before the player waits for it")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	httpAddr := fs.String("http", "", "serve /metrics on this address while playing")
 	ff := addFilterFlags(fs)
 	pos, code, done := parseMixed(fs, args)
 	if done {
@@ -341,6 +360,10 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	var err error
 	if o.Filter, err = ff.filter(); err != nil {
 		return usageError(fs, a.stderr, "%v", err)
+	}
+	if o.Registerer, err = serveReplayMetrics(ctx, *httpAddr); err != nil {
+		fmt.Fprintln(a.stderr, "hotpair replay play: --http:", err)
+		return 1
 	}
 	p, err := replay.NewPlayer(o)
 	if err != nil {
