@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/testbin"
@@ -158,5 +160,37 @@ func TestReplayVerifyCommandPassesTheSameBuild(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil || !rep.Passed || rep.Play.Released != 30 || rep.BaselineKeys["budget-status"] != 3 ||
 		len(rep.Diffs) != 0 || rep.WorkDir != "" {
 		t.Fatalf("report: %v\n%s", err, b)
+	}
+}
+
+func TestReplayRecordCommandPastWindow(t *testing.T) {
+	c := kafkatest.Cluster(t)
+	brokers := c.ListenAddrs()
+	if err := kafka.EnsureTopics(t.Context(), brokers, 3, 1, kafka.TopicSpec{Name: "ad-events"}); err != nil {
+		t.Fatal(err)
+	}
+	cl := kafkatest.Client(t, brokers)
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := range 60 {
+		r := &kgo.Record{Topic: "ad-events", Key: fmt.Appendf(nil, "camp-%d", i%4), Timestamp: base.Add(time.Duration(i) * time.Second),
+			Value: fmt.Appendf(nil, `{"v":1,"advertiser":"adv-%d"}`, i%2)}
+		if err := cl.ProduceSync(t.Context(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "window.hpr")
+	code, stdout, stderr := runHotpair(t, "replay", "record", "--brokers", strings.Join(brokers, ","), "--topic", "ad-events",
+		"--from", base.Add(10*time.Second).Format(time.RFC3339), "--to", base.Add(40*time.Second).Format(time.RFC3339),
+		"--where", "advertiser=adv-1", "-o", out, "--progress", "none")
+	if code != 0 {
+		t.Fatalf("record exit %d: %s", code, stderr)
+	}
+	// Seconds 10..39 hold 30 records, 15 of them from adv-1.
+	if !strings.Contains(stdout, "recorded 15 records") || !strings.Contains(stdout, "stopped: window") {
+		t.Fatalf("record output: %s", stdout)
+	}
+	in, err := replay.Inspect(out)
+	if err != nil || in.Records != 15 || !in.Complete || len(in.Meta.Filters) != 1 || in.Meta.Since.IsZero() {
+		t.Fatalf("inspect: %v %+v", err, in)
 	}
 }
