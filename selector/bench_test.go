@@ -158,11 +158,12 @@ func loadBench(b *testing.B) {
 		rand.Shuffle(len(benchIDs), func(i, j int) { benchIDs[i], benchIDs[j] = benchIDs[j], benchIDs[i] })
 		benchViews = offlineViews(b)
 		v := benchViews
-		set := func(i uint32, n int) func(*entry) {
-			return func(e *entry) {
+		set := func(n int) func(entry) entry {
+			return func(e entry) entry {
 				e.status, e.day, e.statusAt = StateActive, 20526, int64(n)
 				e.rate, e.pacingAt, e.multiplier, e.multAt = 0.5, int64(n), 1.5, int64(n)
 				e.has = allServices
+				return e
 			}
 		}
 		h0 := heapInUse()
@@ -173,16 +174,14 @@ func loadBench(b *testing.B) {
 		for _, side := range []Side{Primary, Standby} {
 			for n, id := range benchIDs {
 				i, _ := v.keys.lookup(id)
-				v.sides[side].tab.update(i, set(i, n))
+				v.sides[side].tab.update(i, set(n))
 			}
 		}
 		h2 := heapInUse()
 		for _, side := range []Side{Primary, Standby} {
 			nv := &naiveView{m: map[string]entry{}}
 			for n, id := range benchIDs {
-				e := entry{}
-				set(0, n)(&e)
-				nv.m[strings.Clone(id)] = e // each side decodes its own key
+				nv.m[strings.Clone(id)] = set(n)(entry{}) // each side decodes its own key
 			}
 			benchNaive[side] = nv
 		}

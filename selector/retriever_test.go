@@ -156,9 +156,10 @@ func TestViewsConcurrentReadersSeeWholeEntries(t *testing.T) {
 			for i := range n {
 				id := campaignID(i % 500)
 				r := float64(i%2) * 0.5
-				v.sides[side].tab.update(v.keys.intern([]byte(id)), func(e *entry) {
+				v.sides[side].tab.update(v.keys.intern([]byte(id)), func(e entry) entry {
 					e.rate, e.multiplier = r, 2*r
 					e.has = e.has.Add(Pacer).Add(Bidder)
+					return e
 				})
 			}
 		})

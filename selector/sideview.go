@@ -92,42 +92,72 @@ func (sv *sideView) applyPartition(p kgo.FetchTopicPartition) {
 func (sv *sideView) apply(svc Service, key, value []byte) pipeline.Reason {
 	if len(value) == 0 {
 		if i, ok := sv.keys.lookup(string(key)); ok {
-			sv.tab.update(i, func(e *entry) { e.has &^= ServiceSet(0).Add(svc) })
+			sv.tab.update(i, func(e entry) entry { e.has &^= ServiceSet(0).Add(svc); return e })
 		}
 		return ""
 	}
-	var (
-		campaign string
-		set      func(*entry)
-	)
-	switch svc {
-	case Budget:
-		s, err := pipeline.DecodeBudgetStatus(value)
-		if err != nil {
-			return pipeline.ReasonOf(err)
-		}
-		day, _ := time.Parse(time.DateOnly, s.Day) // the decoder validated it
-		campaign, set = s.Campaign, func(e *entry) {
-			e.status, e.day, e.statusAt = budgetStateOf(s.Status), dayNumber(day), s.UpdatedAt.UnixNano()
-		}
-	case Pacer:
-		p, err := pipeline.DecodePacing(value)
-		if err != nil {
-			return pipeline.ReasonOf(err)
-		}
-		campaign, set = p.Campaign, func(e *entry) { e.rate, e.pacingAt = p.Rate, p.UpdatedAt.UnixNano() }
-	case Bidder:
-		b, err := pipeline.DecodeBidMultiplier(value)
-		if err != nil {
-			return pipeline.ReasonOf(err)
-		}
-		campaign, set = b.Campaign, func(e *entry) { e.multiplier, e.multAt = b.Multiplier, b.UpdatedAt.UnixNano() }
+	campaign, p, reason := decodeValue(svc, value)
+	if reason != "" {
+		return reason
 	}
 	if campaign != string(key) {
 		return pipeline.ReasonKeyMismatch
 	}
-	sv.tab.update(sv.keys.intern(key), func(e *entry) { set(e); e.has = e.has.Add(svc) })
+	sv.tab.update(sv.keys.intern(key), p.applyTo)
 	return ""
+}
+
+// value is one decoded record of a service's table.
+type value struct {
+	svc    Service
+	status BudgetState
+	day    int32
+	num    float64 // rate or multiplier
+	at     int64   // updated_at, Unix ns
+}
+
+func (v value) applyTo(e entry) entry {
+	switch v.svc {
+	case Budget:
+		e.status, e.day, e.statusAt = v.status, v.day, v.at
+	case Pacer:
+		e.rate, e.pacingAt = v.num, v.at
+	case Bidder:
+		e.multiplier, e.multAt = v.num, v.at
+	}
+	e.has = e.has.Add(v.svc)
+	return e
+}
+
+// decodeValue decodes a record value of svc's table with the pipeline's
+// strict decoders.
+func decodeValue(svc Service, b []byte) (campaign string, v value, reason pipeline.Reason) {
+	v.svc = svc
+	switch svc {
+	case Budget:
+		s, err := pipeline.DecodeBudgetStatus(b)
+		if err != nil {
+			return "", v, pipeline.ReasonOf(err)
+		}
+		day, _ := time.Parse(time.DateOnly, s.Day) // the decoder validated it
+		v.status, v.day, v.at = budgetStateOf(s.Status), dayNumber(day), s.UpdatedAt.UnixNano()
+		return s.Campaign, v, ""
+	case Pacer:
+		p, err := pipeline.DecodePacing(b)
+		if err != nil {
+			return "", v, pipeline.ReasonOf(err)
+		}
+		v.num, v.at = p.Rate, p.UpdatedAt.UnixNano()
+		return p.Campaign, v, ""
+	case Bidder:
+		m, err := pipeline.DecodeBidMultiplier(b)
+		if err != nil {
+			return "", v, pipeline.ReasonOf(err)
+		}
+		v.num, v.at = m.Multiplier, m.UpdatedAt.UnixNano()
+		return m.Campaign, v, ""
+	}
+	return "", v, pipeline.ReasonInvalidEnum
 }
 
 // measureLoop measures the end offsets of the side's topics every

@@ -102,13 +102,11 @@ func (t *table) get(i uint32) (entry, bool) {
 	return e, !e.has.Empty()
 }
 
-// update changes the entry at i with f, creating its chunk if needed.
-// Only the table's writer calls it.
-func (t *table) update(i uint32, f func(*entry)) {
+// update replaces the entry at i with f of it, creating its chunk if
+// needed. Only the table's writer calls it.
+func (t *table) update(i uint32, f func(entry) entry) {
 	s := &t.chunkFor(int(i >> chunkBits))[i&(chunkSize-1)]
-	e := s.load()
-	f(&e)
-	s.store(e)
+	s.store(f(s.load()))
 }
 
 func (t *table) chunkFor(ci int) *chunk {
