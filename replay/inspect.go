@@ -69,8 +69,8 @@ type SizeStats struct {
 	ValueMin    int     `json:"value_min"`
 	ValueMax    int     `json:"value_max"`
 	ValueMean   float64 `json:"value_mean"`
-	// ValueP99 is an upper bound (the next power of two) of the 99th
-	// percentile value size.
+	// ValueP99 is an upper bound (the next power of two less one, at most
+	// ValueMax) of the 99th percentile value size.
 	ValueP99 int `json:"value_p99_upper"`
 }
 
@@ -189,7 +189,7 @@ func (s *inspector) finish(st Status) {
 	}
 	if in.Records > 0 {
 		in.Sizes.ValueMean = float64(in.Sizes.ValueBytes) / float64(in.Records)
-		in.Sizes.ValueP99 = p99Upper(s.sizeLog2[:], in.Records)
+		in.Sizes.ValueP99 = min(p99Upper(s.sizeLog2[:], in.Records), in.Sizes.ValueMax)
 		in.PerSecond = spreadOf(s.perSecond(), 0)
 		in.RateOverTime = s.rateOverTime()
 	}
@@ -237,6 +237,12 @@ func (s *inspector) rateOverTime() []RateBucket {
 	}
 	for i := range out {
 		out[i].Rate = float64(out[i].Records) / width.Seconds()
+	}
+	// The last bucket covers only the seconds up to the last record.
+	last := &out[len(out)-1]
+	if covered := time.Unix(s.in.Last.Unix()+1, 0).Sub(last.Start); covered < width {
+		last.Width = covered
+		last.Rate = float64(last.Records) / covered.Seconds()
 	}
 	return out
 }

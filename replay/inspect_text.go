@@ -35,10 +35,11 @@ func (in *Inspection) WriteText(w io.Writer) {
 		state = "INCOMPLETE: " + in.Problem
 	}
 	fmt.Fprintf(w, "  file: %s, %d blocks, %s\n", byteCount(in.FileBytes), in.Blocks, state)
-	fmt.Fprintf(w, "  records: %d (%s raw, %.1fx compressed)\n", in.Records, byteCount(in.RawBytes), ratio(in.RawBytes, in.FileBytes))
 	if in.Records == 0 {
+		fmt.Fprintln(w, "  records: 0")
 		return
 	}
+	fmt.Fprintf(w, "  records: %d (%s raw, %.1fx compressed)\n", in.Records, byteCount(in.RawBytes), ratio(in.RawBytes, in.FileBytes))
 	fmt.Fprintf(w, "  time: %s .. %s (%v), mean %.2f/s\n", in.First.Format(time.RFC3339Nano), in.Last.Format(time.RFC3339Nano), in.Span, in.MeanRate)
 	writeSpread(w, "  per second:", in.PerSecond)
 	fmt.Fprintln(w, "  rate over time:")
