@@ -196,11 +196,11 @@ func (a *Answer) fill(e entry, from Side) {
 	a.From, a.Found = from, true
 	switch a.Service {
 	case Budget:
-		a.Status, a.Day, a.UpdatedAt = e.status, dayTime(e.day), time.Unix(0, e.statusAt)
+		a.Status, a.Day, a.UpdatedAt = e.status, dayTime(e.day), time.Unix(0, e.statusAt).UTC()
 	case Pacer:
-		a.Rate, a.UpdatedAt = e.rate, time.Unix(0, e.pacingAt)
+		a.Rate, a.UpdatedAt = e.rate, time.Unix(0, e.pacingAt).UTC()
 	case Bidder:
-		a.Multiplier, a.UpdatedAt = e.multiplier, time.Unix(0, e.multAt)
+		a.Multiplier, a.UpdatedAt = e.multiplier, time.Unix(0, e.multAt).UTC()
 	}
 }
 
