@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -10,19 +11,31 @@ import (
 )
 
 // aggregator sums each campaign's ad events into tumbling event-time windows
-// and emits one SpendEvent per window after it closes: at window end plus the
-// allowed lateness, by wall clock, whether or not the campaign gets more
-// events (a timer wake-up closes it). Windows are aligned to the Unix epoch
-// and ids are campaign/window_start_ms, so both sides emit the same events.
+// and emits one SpendEvent per window once it closes, whether or not the
+// campaign gets more events: a timer wake-up closes it. A window closes when
+// its end plus the allowed lateness has passed on its partition's clock:
+//
+//   - the partition's watermark, the newest event time it has received (never
+//     ahead of the wall clock), while events keep arriving — so a pipeline that
+//     lags behind, or catches up on a backlog after an outage, closes the same
+//     windows with the same events as one that keeps up;
+//   - the wall clock once the partition has received nothing for IdleClose.
+//
+// Windows are aligned to the Unix epoch and ids are campaign/window_start_ms,
+// so both sides emit the same SpendEvents.
 //
 // An ad event later than the lateness allows (its window was already
 // emitted) is not dropped: it is emitted as a SpendEvent of its own, id
 // campaign/window_start_ms/late/event_id, and counted in
 // hotpair_late_events_total. Downstream, spend is counted exactly once per id.
-type aggregator struct{ *stage }
+type aggregator struct {
+	*stage
+	marks *watermarks
+}
 
 func newAggregator(p *Pipeline) *stage {
-	a := aggregator{newStage(p, StageAggregator)}
+	a := aggregator{stage: newStage(p, StageAggregator), marks: newWatermarks(p.opts.IdleClose)}
+	a.threshold = a.marks.at
 	edges := append(a.edges(a.onWake),
 		goka.Input(goka.Stream(p.topics.AdEvents), new(codec.Bytes), a.onAdEvent),
 		goka.Output(goka.Stream(p.topics.Spend), new(codec.Bytes)),
@@ -48,6 +61,7 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 		return
 	}
 	a.observeLag(recv.Sub(ev.TS))
+	a.marks.observe(ctx.Partition(), ev.TS.UnixMilli(), recv.UnixMilli())
 
 	w, _ := ctx.Value().(*statestore.Windows)
 	if w == nil {
@@ -82,8 +96,9 @@ func (a aggregator) onWake(ctx goka.Context, _ any) {
 	ctx.SetValue(w)
 }
 
+// closeDue emits the windows of w that are closed on the partition's clock.
 func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, now time.Time) {
-	for _, pane := range w.CloseDue(now.UnixMilli()) {
+	for _, pane := range w.CloseDue(a.marks.at(ctx.Partition(), now)) {
 		start := time.UnixMilli(pane.StartMs).UTC()
 		a.emit(ctx, SpendEvent{
 			ID: SpendID(ctx.Key(), start), Campaign: ctx.Key(), Advertiser: pane.Advertiser,
@@ -101,4 +116,49 @@ func (a aggregator) emit(ctx goka.Context, e SpendEvent, now time.Time) {
 	}
 	ctx.Emit(goka.Stream(a.p.topics.Spend), e.Campaign, b)
 	a.m.outputs.Inc()
+}
+
+// watermarks keeps, per input partition, the clock the aggregator closes
+// windows by (see aggregator).
+type watermarks struct {
+	idleMs int64
+	mu     sync.Mutex
+	parts  map[int32]*watermark
+}
+
+type watermark struct{ maxTsMs, lastRecvMs int64 }
+
+func newWatermarks(idle time.Duration) *watermarks {
+	return &watermarks{idleMs: idle.Milliseconds(), parts: make(map[int32]*watermark)}
+}
+
+// observe records an event of time tsMs received at recvMs.
+func (w *watermarks) observe(p int32, tsMs, recvMs int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.mark(p, recvMs)
+	m.maxTsMs, m.lastRecvMs = max(m.maxTsMs, tsMs), recvMs
+}
+
+// at returns the partition's clock at wall time now (unix ms).
+func (w *watermarks) at(p int32, now time.Time) int64 {
+	nowMs := now.UnixMilli()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.mark(p, nowMs)
+	if nowMs-m.lastRecvMs >= w.idleMs {
+		return nowMs
+	}
+	return min(m.maxTsMs, nowMs)
+}
+
+// mark returns the partition's watermark; a partition seen for the first
+// time (just assigned, or after a restart) starts its idle timer now.
+func (w *watermarks) mark(p int32, nowMs int64) *watermark {
+	m := w.parts[p]
+	if m == nil {
+		m = &watermark{lastRecvMs: nowMs}
+		w.parts[p] = m
+	}
+	return m
 }

@@ -41,6 +41,7 @@ type AggregatorConfig struct {
 	Window    yamlconf.Duration `yaml:"window"`
 	Lateness  yamlconf.Duration `yaml:"lateness"`
 	MaxFuture yamlconf.Duration `yaml:"max_future"`
+	IdleClose yamlconf.Duration `yaml:"idle_close"`
 }
 
 // HealthConfig is the health sampling configuration.
@@ -60,7 +61,7 @@ func DefaultConfig() Config {
 		Topics:     TopicConfig{Partitions: 8, Replication: 3, Create: true},
 		Stages:     Stages(),
 		Storage:    statestore.Config{Backend: statestore.BackendLevelDB, Dir: "hotpair-state"},
-		Aggregator: AggregatorConfig{Window: yamlconf.Duration(10 * time.Second), Lateness: yamlconf.Duration(5 * time.Second), MaxFuture: yamlconf.Duration(time.Hour)},
+		Aggregator: AggregatorConfig{Window: yamlconf.Duration(10 * time.Second), Lateness: yamlconf.Duration(5 * time.Second), MaxFuture: yamlconf.Duration(time.Hour), IdleClose: yamlconf.Duration(10 * time.Second)},
 		Pacer:      DefaultPacerConfig(),
 		Bidder:     DefaultBidderConfig(),
 		Health:     HealthConfig{SampleInterval: yamlconf.Duration(10 * time.Second)},
@@ -98,6 +99,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("aggregator.lateness must not be negative, got %s", c.Aggregator.Lateness.D())
 	case c.Aggregator.MaxFuture.D() <= 0:
 		return fmt.Errorf("aggregator.max_future must be positive, got %s", c.Aggregator.MaxFuture.D())
+	case c.Aggregator.IdleClose.D() <= 0:
+		return fmt.Errorf("aggregator.idle_close must be positive, got %s", c.Aggregator.IdleClose.D())
 	case c.Health.SampleInterval.D() < 100*time.Millisecond:
 		return fmt.Errorf("health.sample_interval must be at least 100ms, got %s", c.Health.SampleInterval.D())
 	}
@@ -132,7 +135,7 @@ func (c Config) Options() Options {
 		Stages: c.Stages, TopicPrefix: c.TopicPrefix,
 		Partitions: c.Topics.Partitions, Replication: c.Topics.Replication, CreateTopics: c.Topics.Create,
 		Storage: c.Storage,
-		Window:  c.Aggregator.Window.D(), Lateness: c.Aggregator.Lateness.D(), MaxFuture: c.Aggregator.MaxFuture.D(),
+		Window:  c.Aggregator.Window.D(), Lateness: c.Aggregator.Lateness.D(), MaxFuture: c.Aggregator.MaxFuture.D(), IdleClose: c.Aggregator.IdleClose.D(),
 		SampleInterval: c.Health.SampleInterval.D(),
 		Pacer:          c.Pacer, Bidder: c.Bidder,
 	}

@@ -48,8 +48,10 @@ type Options struct {
 
 	// Window is the aggregation window (default 10s); Lateness how long
 	// after its end a window waits for late events (default 5s); MaxFuture
-	// how far ahead of the clock an event's ts may be (default 1h).
-	Window, Lateness, MaxFuture time.Duration
+	// how far ahead of the clock an event's ts may be (default 1h);
+	// IdleClose how long a partition without events waits before it closes
+	// windows by wall clock (default: Window).
+	Window, Lateness, MaxFuture, IdleClose time.Duration
 	// SampleInterval is how often every stage writes a HealthSample (default 10s).
 	SampleInterval time.Duration
 	// WakeInterval is how often due timer wake-ups are sent (default 250ms).
@@ -89,6 +91,7 @@ func (o *Options) applyDefaults() {
 	setDefault(&o.Window, 10*time.Second)
 	setDefault(&o.Lateness, 5*time.Second)
 	setDefault(&o.MaxFuture, time.Hour)
+	setDefault(&o.IdleClose, o.Window)
 	setDefault(&o.SampleInterval, 10*time.Second)
 	setDefault(&o.WakeInterval, 250*time.Millisecond)
 	if o.Pacer == (PacerConfig{}) {

@@ -27,6 +27,9 @@ type stage struct {
 	graph *goka.GroupGraph
 	wake  *statestore.Wakeups
 	m     stageMetrics
+	// threshold is the clock wake-ups are due by, per input partition:
+	// the wall clock, or the aggregator's watermarks.
+	threshold func(partition int32, now time.Time) int64
 
 	sampler sampler
 	gate    gate
@@ -62,6 +65,7 @@ func newStage(p *Pipeline, name string) *stage {
 			deadLetters: m.deadLetters.MustCurryWith(l),
 		},
 	}
+	st.threshold = func(_ int32, now time.Time) int64 { return now.UnixMilli() }
 	st.gate.init()
 	return st
 }
@@ -172,7 +176,8 @@ func (st *stage) wakeLoop(ctx context.Context) {
 			return
 		case now := <-t.C:
 			st.m.pendingWakes.Set(float64(st.wake.Len()))
-			for _, k := range st.wake.Due(now, wakeRetry, 10_000) {
+			due := func(p int32) int64 { return st.threshold(p, now) }
+			for _, k := range st.wake.Due(now, due, wakeRetry, 10_000) {
 				st.m.wakeups.Inc()
 				rec := &kgo.Record{Topic: st.loopTopic(), Key: []byte(k), Value: []byte(strconv.FormatInt(now.UnixMilli(), 10))}
 				st.p.client.TryProduce(ctx, rec, func(_ *kgo.Record, err error) {

@@ -50,17 +50,20 @@ func (w *Wakeups) DropPartition(partition int32) {
 	delete(w.parts, partition)
 }
 
-// Due pops up to limit keys whose wake time is at or before now. Each popped
-// key is re-armed at now+retry, so a wake-up message that gets lost is sent
-// again; the processor's write of the new state replaces that.
-func (w *Wakeups) Due(now time.Time, retry time.Duration, limit int) []string {
+// Due pops up to limit keys whose wake time is at or before the threshold of
+// their partition (unix ms; e.g. the wall clock, or the partition's event-time
+// watermark). Each popped key is re-armed at now+retry, so a wake-up message
+// that gets lost is sent again; the processor's write of the new state
+// replaces that.
+func (w *Wakeups) Due(now time.Time, threshold func(partition int32) int64, retry time.Duration, limit int) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	nowMs := now.UnixMilli()
 	var keys []string
-	for _, h := range w.parts {
+	for p, h := range w.parts {
+		th := threshold(p)
 		for len(keys) < limit {
-			k, ok := h.popDue(nowMs)
+			k, ok := h.popDue(th)
 			if !ok {
 				break
 			}
