@@ -25,6 +25,9 @@ type ViewLag struct {
 	CaughtUpOnce bool `json:"caught_up_once"`
 	// CaughtUpAt is when the view was last seen caught up (zero: never).
 	CaughtUpAt time.Time `json:"caught_up_at"`
+	// TimeBehind is 0 when caught up, else how long since the view last had
+	// everything its topic held (since the start while it never had).
+	TimeBehind time.Duration `json:"time_behind_ns"`
 	// Records is how many records the view applied since it started.
 	Records int64 `json:"records"`
 	// LastRecordTime is the timestamp of the newest record applied.
@@ -172,6 +175,13 @@ func (l *lagTracker) report(side Side, now time.Time) []ViewLag {
 			vl.Error = t.err
 		}
 		vl.CaughtUp = len(t.parts) > 0 && vl.RecordsBehind == 0 && vl.Error == ""
+		if !vl.CaughtUp {
+			since := t.caughtAt
+			if since.IsZero() {
+				since = l.started
+			}
+			vl.TimeBehind = max(now.Sub(since), 0)
+		}
 		out = append(out, vl)
 	}
 	return out
@@ -191,8 +201,8 @@ func (l *lagTracker) measuredAge(now time.Time) time.Duration {
 // lagCollector exports the lag report of both sides at every scrape, so
 // the metrics are never staler than Views.Lag.
 type lagCollector struct {
-	v                                          *Views
-	behind, caughtUp, caughtUpOnce, lastRecord *prometheus.Desc
+	v                                                   *Views
+	behind, seconds, caughtUp, caughtUpOnce, lastRecord *prometheus.Desc
 }
 
 func newLagCollector(v *Views) *lagCollector {
@@ -201,6 +211,8 @@ func newLagCollector(v *Views) *lagCollector {
 		v: v,
 		behind: prometheus.NewDesc("hotpair_view_records_behind",
 			"Records between what the view applied and the topic's end offsets as last measured.", labels, nil),
+		seconds: prometheus.NewDesc("hotpair_view_seconds_behind",
+			"0 when the view is caught up, else seconds since it last had everything its topic held.", labels, nil),
 		caughtUp: prometheus.NewDesc("hotpair_view_caught_up",
 			"1 when the view has nothing behind as of the last measurement of end offsets.", labels, nil),
 		caughtUpOnce: prometheus.NewDesc("hotpair_view_caught_up_once",
@@ -212,6 +224,7 @@ func newLagCollector(v *Views) *lagCollector {
 
 func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.behind
+	ch <- c.seconds
 	ch <- c.caughtUp
 	ch <- c.caughtUpOnce
 	ch <- c.lastRecord
@@ -220,6 +233,7 @@ func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, vl := range c.v.Lag() {
 		ch <- prometheus.MustNewConstMetric(c.behind, prometheus.GaugeValue, float64(vl.RecordsBehind), vl.Side, vl.Topic)
+		ch <- prometheus.MustNewConstMetric(c.seconds, prometheus.GaugeValue, vl.TimeBehind.Seconds(), vl.Side, vl.Topic)
 		ch <- prometheus.MustNewConstMetric(c.caughtUp, prometheus.GaugeValue, b2f(vl.CaughtUp), vl.Side, vl.Topic)
 		ch <- prometheus.MustNewConstMetric(c.caughtUpOnce, prometheus.GaugeValue, b2f(vl.CaughtUpOnce), vl.Side, vl.Topic)
 		if !vl.LastRecordTime.IsZero() {

@@ -244,8 +244,11 @@ func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
 		if l.Side == "standby" && (!l.CaughtUpOnce || l.Error != "") {
 			t.Errorf("standby lag %+v", l)
 		}
-		if l.Side == "primary" && (l.Error == "" || l.CaughtUp) {
-			t.Errorf("primary lag %+v: want an error and not caught up", l)
+		if l.Side == "primary" && (l.Error == "" || l.CaughtUp || l.TimeBehind < 2*time.Second) {
+			t.Errorf("primary lag %+v: want an error, not caught up, and time behind growing", l)
+		}
+		if l.Side == "standby" && l.TimeBehind != 0 {
+			t.Errorf("standby lag %+v: want no time behind", l)
 		}
 	}
 }
