@@ -1,0 +1,104 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecodeReasons(t *testing.T) {
+	ad := `{"v":1,"id":"e1","type":"click","campaign":"c1","advertiser":"a1","price_micros":10,"ts":"2026-11-30T10:00:00Z"}`
+	spend := `{"v":1,"id":"c1/1796032800000","campaign":"c1","advertiser":"a1","spend_micros":5,"events":1,"window_start":"2026-11-30T10:00:00Z","window_end":"2026-11-30T10:00:10Z","emitted_at":"2026-11-30T10:00:16Z"}`
+	budget := `{"v":1,"campaign":"c1","advertiser":"a1","daily_micros":100,"lifetime_micros":0,"timezone":"Europe/Berlin"}`
+	status := `{"v":1,"campaign":"c1","status":"active","day":"2026-11-30","spent_today_micros":1,"spent_lifetime_micros":2,"updated_at":"2026-11-30T10:00:00Z"}`
+	pacing := `{"v":1,"campaign":"c1","rate":0.5,"target_micros":1,"actual_micros":1,"updated_at":"2026-11-30T10:00:00Z"}`
+	bidm := `{"v":1,"campaign":"c1","multiplier":1.5,"updated_at":"2026-11-30T10:00:00Z"}`
+	hist := `{"le":[1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,20000,30000,60000,120000,300000,600000,1800000],"counts":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,3]}`
+	health := `{"v":1,"service":"pacer","side":"standby","role":"live","instance":"i1","build":"b","partitions":[0,3],"topic_partitions":4,"window_start":"2026-11-30T10:00:00Z","window_end":"2026-11-30T10:00:10Z","events":3,"lag_ms":` + hist + `,"lag_ms_max":2000000}`
+	decoders := map[string]func([]byte) error{
+		"ad":     func(b []byte) error { _, err := DecodeAdEvent(b); return err },
+		"spend":  func(b []byte) error { _, err := DecodeSpendEvent(b); return err },
+		"budget": func(b []byte) error { _, err := DecodeBudget(b); return err },
+		"status": func(b []byte) error { _, err := DecodeBudgetStatus(b); return err },
+		"pacing": func(b []byte) error { _, err := DecodePacing(b); return err },
+		"bid":    func(b []byte) error { _, err := DecodeBidMultiplier(b); return err },
+		"health": func(b []byte) error { _, err := DecodeHealthSample(b); return err },
+	}
+	r := strings.NewReplacer
+	for _, tc := range []struct {
+		name, decoder, value string
+		want                 Reason
+	}{
+		{"good ad event", "ad", ad, ""},
+		{"good spend event", "spend", spend, ""},
+		{"good late spend event", "spend", r("1796032800000", "1796032800000/late/e7").Replace(spend), ""},
+		{"good budget", "budget", budget, ""},
+		{"good status", "status", status, ""},
+		{"good pacing", "pacing", pacing, ""},
+		{"good multiplier", "bid", bidm, ""},
+		{"good health sample", "health", health, ""},
+		{"unknown fields are ignored", "ad", r(`"v":1,`, `"v":1,"new":{"x":[1]},`).Replace(ad), ""},
+		{"empty", "ad", "", ReasonEmptyValue},
+		{"too large", "ad", `{"x":"` + strings.Repeat("a", MaxValueBytes) + `"}`, ReasonValueTooLarge},
+		{"invalid json", "spend", `{"v":1,,}`, ReasonInvalidJSON},
+		{"not an object", "budget", `42`, ReasonNotObject},
+		{"unknown version", "status", r(`"v":1`, `"v":3`).Replace(status), ReasonUnsupportedVersion},
+		{"no version", "pacing", r(`"v":1,`, ``).Replace(pacing), ReasonMissingField},
+		{"null field", "ad", r(`"campaign":"c1"`, `"campaign":null`).Replace(ad), ReasonMissingField},
+		{"wrong type", "bid", r(`1.5`, `"1.5"`).Replace(bidm), ReasonWrongType},
+		{"overflow", "ad", r(`"price_micros":10`, `"price_micros":99999999999999999999`).Replace(ad), ReasonWrongType},
+		{"negative", "budget", r(`"daily_micros":100`, `"daily_micros":-100`).Replace(budget), ReasonNegativeAmount},
+		{"bad enum", "status", r(`"active"`, `"paused"`).Replace(status), ReasonInvalidEnum},
+		{"bad time", "spend", r(`"emitted_at":"2026-11-30T10:00:16Z"`, `"emitted_at":"2026-11-30 10:00:16"`).Replace(spend), ReasonInvalidTimestamp},
+		{"time out of range", "ad", r(`2026-11-30T10:00:00Z`, `1999-12-31T23:59:59Z`).Replace(ad), ReasonTimestampRange},
+		{"bad id", "ad", r(`"id":"e1"`, `"id":""`).Replace(ad), ReasonInvalidID},
+		{"slash in campaign", "budget", r(`"campaign":"c1"`, `"campaign":"c/1"`).Replace(budget), ReasonInvalidID},
+		{"spend id of another window", "spend", r(`"c1/1796032800000"`, `"c1/1796032810000"`).Replace(spend), ReasonInvalidSpendID},
+		{"empty window", "spend", r(`"window_end":"2026-11-30T10:00:10Z"`, `"window_end":"2026-11-30T10:00:00Z"`).Replace(spend), ReasonInvalidWindow},
+		{"unknown zone", "budget", r(`Europe/Berlin`, `Europe/Atlantis`).Replace(budget), ReasonInvalidTimezone},
+		{"rate above 1", "pacing", r(`0.5`, `1.01`).Replace(pacing), ReasonOutOfRange},
+		{"partition outside the topic", "health", r(`[0,3]`, `[0,4]`).Replace(health), ReasonOutOfRange},
+		{"foreign histogram bounds", "health", r(`"le":[1,2,`, `"le":[3,2,`).Replace(health), ReasonWrongType},
+		{"bad day", "status", r(`"day":"2026-11-30"`, `"day":"30/11/2026"`).Replace(status), ReasonInvalidTimestamp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := decoders[tc.decoder]([]byte(tc.value))
+			if got := ReasonOf(err); got != tc.want || (tc.want != "") != (err != nil) {
+				t.Fatalf("got %v (reason %q), want reason %q", err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEncodingIsDeterministic(t *testing.T) {
+	e := SpendEvent{V: 1, ID: "c1/1000", Campaign: "c1", Advertiser: "a", SpendMicros: 5, Events: 1,
+		WindowStart: time.UnixMilli(1000).In(time.FixedZone("x", 3600)), WindowEnd: time.UnixMilli(11000).UTC(), EmittedAt: time.UnixMilli(5).UTC()}
+	e.WindowStart = e.WindowStart.UTC()
+	b1, _ := Encode(e)
+	b2, _ := Encode(e)
+	if string(b1) != string(b2) || !strings.Contains(string(b1), `"window_start":"1970-01-01T00:00:01Z"`) {
+		t.Fatalf("encoding: %s", b1)
+	}
+}
+
+func TestLagHistogram(t *testing.T) {
+	var h LagHistogram
+	for _, ms := range []int64{-5, 0, 1, 3, 40, 40, 900, 61_000, 5_000_000} {
+		h.Observe(ms)
+	}
+	if h.Total() != 9 {
+		t.Fatalf("total %d", h.Total())
+	}
+	if q := h.Quantile(0.5); q != 50 {
+		t.Fatalf("p50 %d, want 50 (the bucket of 40 ms)", q)
+	}
+	var o LagHistogram
+	o.Observe(2)
+	o.Merge(&h)
+	if o.Total() != 10 || o.Counts[0] != 3 || o.Counts[1] != 1 {
+		t.Fatalf("merge: %+v", o.Counts)
+	}
+	if q := h.Quantile(1); q < 1_800_000 {
+		t.Fatalf("p100 %d: the unbounded bucket must not read as small", q)
+	}
+}
