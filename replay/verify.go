@@ -50,8 +50,10 @@ type VerifyOptions struct {
 	KeepEventTime bool
 
 	Thresholds Thresholds
-	// Settle is how long the outputs must stay unchanged after the input
-	// drained (default: window + lateness of the pipeline config + 3s).
+	// Settle is how long the outputs must stay unchanged once the input
+	// drained (default 2s once both pipelines report no open window and
+	// every spend event consumed; window + lateness + idle_close of the
+	// pipeline config + 3s for a build without those metrics).
 	Settle time.Duration
 	// Timeout bounds the whole verification (default 10m).
 	Timeout time.Duration
@@ -116,6 +118,9 @@ type Verifier struct {
 	pipeCfg  pipeline.Config
 	report   VerifyReport
 	keepWork bool
+	// quietDrained and quietBlind are how long outputs must stay unchanged,
+	// with and without the pipelines' drain metrics.
+	quietDrained, quietBlind time.Duration
 }
 
 // NewVerifier validates o and returns a Verifier.
@@ -142,10 +147,17 @@ func NewVerifier(o VerifyOptions) (*Verifier, error) {
 			return nil, fmt.Errorf("replay: verify: pipeline config: %w", err)
 		}
 	}
-	if o.Settle <= 0 {
-		o.Settle = cfg.Aggregator.Window.D() + cfg.Aggregator.Lateness.D() + 3*time.Second
+	v := &Verifier{o: o, log: o.Logger, topics: pipeline.TopicsWithPrefix(o.TopicPrefix), pipeCfg: cfg}
+	// The last windows close once their partitions were idle for
+	// idle_close and their end plus lateness has passed: without the
+	// pipeline's drain metrics, only that long a quiet time is safe.
+	a := cfg.Aggregator
+	v.quietBlind = a.Window.D() + a.Lateness.D() + a.IdleClose.D() + 3*time.Second
+	v.quietDrained = 2 * time.Second
+	if o.Settle > 0 {
+		v.quietBlind, v.quietDrained = o.Settle, o.Settle
 	}
-	return &Verifier{o: o, log: o.Logger, topics: pipeline.TopicsWithPrefix(o.TopicPrefix), pipeCfg: cfg}, nil
+	return v, nil
 }
 
 // Report returns the report of the last Run.

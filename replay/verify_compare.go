@@ -116,6 +116,10 @@ type PerfStats struct {
 	// PeakRSS is the process's peak resident memory (VmHWM; else the largest
 	// process_resident_memory_bytes seen).
 	PeakRSS int64 `json:"peak_rss_bytes"`
+	// SpendEvents is what the aggregator emitted; DeadLetters the bad
+	// records all stages sent to the dead-letter topic.
+	SpendEvents int64 `json:"spend_events"`
+	DeadLetters int64 `json:"dead_letters"`
 }
 
 // PerfRegression is one performance figure of the candidate beyond its limit.
@@ -146,6 +150,10 @@ func comparePerf(base, cand PerfStats, th Thresholds) []PerfRegression {
 			out = append(out, PerfRegression{"lag_p99_seconds/" + stage, b, c, limit,
 				fmt.Sprintf("%s event-lag p99 %.3fs, above the limit %.3fs (baseline %.3fs)", stage, c, limit, b)})
 		}
+	}
+	if cand.DeadLetters > base.DeadLetters {
+		out = append(out, PerfRegression{"dead_letters", float64(base.DeadLetters), float64(cand.DeadLetters), float64(base.DeadLetters),
+			fmt.Sprintf("%d records dead-lettered, the baseline %d", cand.DeadLetters, base.DeadLetters)})
 	}
 	if limit := base.CPUSeconds*(1+th.CPUIncrease) + th.CPUSlackSeconds; cand.CPUSeconds > limit {
 		out = append(out, PerfRegression{"cpu_seconds", base.CPUSeconds, cand.CPUSeconds, limit,

@@ -48,9 +48,10 @@ func DefaultThresholds() Thresholds {
 // thresholds, and how long to wait for the pipelines.
 type VerifyConfig struct {
 	Thresholds Thresholds `yaml:"thresholds"`
-	// Settle is how long the output topics must stay unchanged, after every
-	// ad event was consumed, before outputs are compared. Default: the
-	// pipeline's aggregation window + lateness + 3s.
+	// Settle is how long the output topics must stay unchanged, once both
+	// pipelines drained, before outputs are compared. Default 2s (or the
+	// pipeline's window + lateness + idle_close + 3s for a build that does
+	// not report its open windows).
 	Settle yamlconf.Duration `yaml:"settle"`
 	// Timeout bounds the whole verification. Default 10m.
 	Timeout yamlconf.Duration `yaml:"timeout"`

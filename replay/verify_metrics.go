@@ -18,6 +18,9 @@ const (
 	metricStageEvents     = "hotpair_stage_events_total"
 	metricStageLag        = "hotpair_stage_event_lag_seconds"
 	metricStagePartitions = "hotpair_stage_partitions"
+	metricStageOutputs    = "hotpair_stage_outputs_total"
+	metricPendingWakes    = "hotpair_stage_pending_wakeups"
+	metricDeadLetters     = "hotpair_dead_letters_total"
 	metricCPU             = "process_cpu_seconds_total"
 	metricRSS             = "process_resident_memory_bytes"
 )

@@ -59,6 +59,8 @@ func (r *VerifyReport) WriteText(w io.Writer) {
 		for _, st := range slices.Sorted(maps.Keys(c.LagP99)) {
 			fmt.Fprintf(w, "    lag p99 %-10s %11.3fs %11.3fs\n", st, b.LagP99[st], c.LagP99[st])
 		}
+		fmt.Fprintf(w, "    spend events      %12d %12d\n", b.SpendEvents, c.SpendEvents)
+		fmt.Fprintf(w, "    dead letters      %12d %12d\n", b.DeadLetters, c.DeadLetters)
 		fmt.Fprintf(w, "    CPU seconds       %12.2f %12.2f\n", b.CPUSeconds, c.CPUSeconds)
 		fmt.Fprintf(w, "    peak RSS (MiB)    %12.1f %12.1f\n", float64(b.PeakRSS)/(1<<20), float64(c.PeakRSS)/(1<<20))
 	}

@@ -117,15 +117,31 @@ func drainTime(samples []perfSample, want float64, start time.Time) time.Duratio
 	return samples[len(samples)-1].at.Sub(start) + sampleInterval
 }
 
-// settle waits until the output topics of both pipelines stayed unchanged
-// for Settle: the aggregator closes its last windows by wall clock.
+// settle waits until both pipelines drained — the aggregator has no open
+// window (hotpair_stage_pending_wakeups) and every service consumed every
+// spend event the aggregator emitted — and their spend and output topics
+// stayed unchanged for the quiet time. A build without the pending-wakeups
+// metric gets the long, blind quiet time instead.
 func (v *Verifier) settle(ctx context.Context, sides []*verifySide) error {
 	topics := append([]string{v.topics.Spend}, outputTopics(v.topics)...)
 	last := make([]int64, len(sides))
 	changed := time.Now()
-	v.log.Info("replay verify: waiting for the outputs to settle", "quiet_for", v.o.Settle)
+	v.log.Info("replay verify: waiting for the outputs to settle")
 	return poll(ctx, sides, 250*time.Millisecond, "for the outputs to settle", func() (bool, error) {
+		quiet := v.quietDrained
 		for i, s := range sides {
+			m, err := scrapeMetrics(ctx, s.proc.httpAddr)
+			if err != nil {
+				return false, nil
+			}
+			drained, known := v.drained(m)
+			if !drained {
+				changed = time.Now() // the quiet time counts from the last moment not drained
+				return false, nil
+			}
+			if !known {
+				quiet = v.quietBlind
+			}
 			n, err := endOffsetTotal(ctx, s.adm, topics...)
 			if err != nil {
 				return false, nil
@@ -134,8 +150,25 @@ func (v *Verifier) settle(ctx context.Context, sides []*verifySide) error {
 				last[i], changed = n, time.Now()
 			}
 		}
-		return time.Since(changed) >= v.o.Settle, nil
+		return time.Since(changed) >= quiet, nil
 	})
+}
+
+// drained reports whether a pipeline has no open aggregation window and its
+// services consumed all the spend its aggregator emitted; known is false when
+// the pipeline does not expose its open windows.
+func (v *Verifier) drained(m metricsSnapshot) (drained, known bool) {
+	agg := map[string]string{"service": pipeline.StageAggregator}
+	spend := m.sum(metricStageOutputs, agg)
+	for _, stage := range pipeline.Services() {
+		if slices.Contains(v.pipeCfg.Stages, stage) && m.sum(metricStageEvents, map[string]string{"service": stage}) < spend {
+			return false, true
+		}
+	}
+	if m[metricPendingWakes] == nil {
+		return true, false
+	}
+	return m.sum(metricPendingWakes, agg) == 0, true
 }
 
 // finalMetrics takes each pipeline's event-lag p99s, CPU and peak memory.
@@ -152,6 +185,8 @@ func (v *Verifier) finalMetrics(ctx context.Context, sides []*verifySide) error 
 			}
 		}
 		s.perf.CPUSeconds = m.sum(metricCPU, nil) - s.cpuAtPlay
+		s.perf.SpendEvents = int64(m.sum(metricStageOutputs, map[string]string{"service": pipeline.StageAggregator}))
+		s.perf.DeadLetters = int64(m.sum(metricDeadLetters, nil))
 		if rss, ok := s.proc.peakRSS(); ok {
 			s.perf.PeakRSS = rss
 		} else {
@@ -161,6 +196,11 @@ func (v *Verifier) finalMetrics(ctx context.Context, sides []*verifySide) error 
 			}
 			s.perf.PeakRSS = int64(peak)
 		}
+	}
+	if base := sides[0]; v.report.Play.Released > 0 && base.perf.SpendEvents == 0 {
+		return fmt.Errorf("replay: verify: the baseline emitted no spend from %d ad events (%d dead letters): "+
+			"nothing to compare; check the recording with hotpair replay inspect and the log %s",
+			v.report.Play.Released, base.perf.DeadLetters, base.proc.logPath)
 	}
 	return nil
 }

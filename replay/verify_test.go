@@ -72,7 +72,7 @@ func writeVerifyData(t *testing.T) (recording, budgets, pipeCfg string) {
 		}
 	}
 	os.WriteFile(budgets, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
-	os.WriteFile(pipeCfg, []byte("aggregator:\n  window: 1s\n  lateness: 500ms\nhealth:\n  sample_interval: 1s\n"), 0o644)
+	os.WriteFile(pipeCfg, []byte("aggregator:\n  window: 1s\n  lateness: 500ms\n  idle_close: 500ms\nhealth:\n  sample_interval: 1s\n"), 0o644)
 	return recording, budgets, pipeCfg
 }
 
@@ -186,7 +186,8 @@ func TestVerifyFailsOnAChangedBudgetRuleAndNamesTheKeys(t *testing.T) {
 		t.Fatalf("budget-status keys: baseline %d, candidate %d, want %d", rep.BaselineKeys["budget-status"], rep.CandidateKeys["budget-status"], len(verifyCampaigns))
 	}
 	if rep.Play.Released != 35 || rep.BaselinePerf.Events != 35 || rep.BaselinePerf.Throughput <= 0 || rep.CandidatePerf.PeakRSS <= 0 ||
-		len(rep.BaselinePerf.LagP99) == 0 || rep.BaselinePerf.CPUSeconds <= 0 {
+		len(rep.BaselinePerf.LagP99) != 4 || rep.BaselinePerf.CPUSeconds <= 0 || rep.BaselinePerf.SpendEvents < int64(len(verifyCampaigns)) ||
+		rep.BaselinePerf.DeadLetters != 0 {
 		t.Fatalf("performance not measured: %+v / %+v", rep.BaselinePerf, rep.CandidatePerf)
 	}
 	t.Log("\n" + verifyText(rep))

@@ -125,6 +125,7 @@ func TestComparePerf(t *testing.T) {
 		{"lagging stage", PerfStats{Throughput: 1000, LagP99: map[string]float64{"aggregator": 0.1, "budget": 0.56}, CPUSeconds: 10, PeakRSS: 100 << 20}, "lag_p99_seconds/budget"},
 		{"more CPU", PerfStats{Throughput: 1000, LagP99: base.LagP99, CPUSeconds: 17.1, PeakRSS: 100 << 20}, "cpu_seconds"},
 		{"more memory", PerfStats{Throughput: 1000, LagP99: base.LagP99, CPUSeconds: 10, PeakRSS: 215 << 20}, "peak_rss_bytes"},
+		{"more dead letters", PerfStats{Throughput: 1000, LagP99: base.LagP99, CPUSeconds: 10, PeakRSS: 100 << 20, DeadLetters: 1}, "dead_letters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

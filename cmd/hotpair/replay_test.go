@@ -140,7 +140,7 @@ func TestReplayVerifyCommandPassesTheSameBuild(t *testing.T) {
 	dir := t.TempDir()
 	rec := writeAdEvents(t, 10)
 	pipeCfg := filepath.Join(dir, "pipeline.yml")
-	os.WriteFile(pipeCfg, []byte("aggregator:\n  window: 1s\n  lateness: 500ms\n"), 0o644)
+	os.WriteFile(pipeCfg, []byte("aggregator:\n  window: 1s\n  lateness: 500ms\n  idle_close: 500ms\n"), 0o644)
 	budgets := filepath.Join(dir, "budgets.jsonl")
 	os.WriteFile(budgets, []byte(`{"v":1,"campaign":"camp-0","advertiser":"adv-0","daily_micros":15000,"lifetime_micros":0,"timezone":"Europe/Berlin"}`+"\n"), 0o644)
 	report := filepath.Join(dir, "verify.json")
