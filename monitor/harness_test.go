@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/internal/kafka"
@@ -34,6 +35,7 @@ const (
 type cluster struct {
 	side    string
 	brokers []string
+	kc      *kfake.Cluster
 }
 
 func startClusters(t testing.TB) (primary, standby cluster) {
@@ -42,7 +44,7 @@ func startClusters(t testing.TB) (primary, standby cluster) {
 	var cs [2]cluster
 	for i, side := range pipeline.Sides() {
 		c := kafkatest.Cluster(t)
-		cs[i] = cluster{side: side, brokers: c.ListenAddrs()}
+		cs[i] = cluster{side: side, brokers: c.ListenAddrs(), kc: c}
 		if err := kafka.EnsureTopics(t.Context(), cs[i].brokers, 3, 1, kafka.TopicSpec{Name: topic}); err != nil {
 			t.Fatal(err)
 		}
@@ -95,18 +97,20 @@ func (f *fleet) run(ctx context.Context) {
 			if stopped {
 				continue
 			}
-			var recs []*kgo.Record
 			for _, stage := range pipeline.Stages() {
 				for inst := range 2 {
 					s := sample(stage, f.side, fmt.Sprintf("i%d", inst), build, now, events, lag)
 					s.Partitions = []int32{int32(2 * inst), int32(2*inst + 1)}
-					recs = append(recs, record(s))
+					// Asynchronous: a dead cluster must not block the
+					// fleet (its records fail when the client closes).
+					f.cl.Produce(ctx, record(s), func(_ *kgo.Record, err error) {
+						if err == nil {
+							f.mu.Lock()
+							f.sent++
+							f.mu.Unlock()
+						}
+					})
 				}
-			}
-			if err := f.cl.ProduceSync(ctx, recs...).FirstErr(); err == nil {
-				f.mu.Lock()
-				f.sent += len(recs)
-				f.mu.Unlock()
 			}
 		}
 	}
@@ -160,7 +164,7 @@ type replica struct {
 func startReplica(t testing.TB, cfg Config) *replica {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m, err := New(Options{Config: cfg, Logger: testLogger(t).With("replica", cfg.ID), Registerer: reg})
+	m, err := New(Options{Config: cfg, Logger: testLogger(t), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

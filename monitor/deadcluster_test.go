@@ -1,0 +1,46 @@
+package monitor
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// The primary's Kafka cluster dies: windows keep closing on time, the
+// standby's samples keep arriving, and the primary is failed over within
+// one window of its heartbeat timing out.
+func TestDeadClusterDoesNotDelayEvaluation(t *testing.T) {
+	addr := zkserver.ForTest(t)
+	paths := testRoot(t)
+	p, s := startClusters(t)
+	newFleet(t, p)
+	newFleet(t, s)
+	r := startReplica(t, testConfig("dead", addr, paths, p, s))
+	w := watchSelection(t, testConn(t, addr, nil), paths, pipeline.StageBudget)
+	w.waitActive(t, pipeline.SidePrimary, 4*tWindow+5*time.Second)
+
+	died := time.Now()
+	p.kc.Close()
+	evals := r.metric(t, "hotpair_monitor_evaluations_total")
+	standbySamples := r.metric(t, "hotpair_monitor_samples_total", "side", "standby")
+	sel := w.waitActive(t, pipeline.SideStandby, tHeartbeat+2*tWindow+5*time.Second)
+	took := time.Since(died)
+	t.Logf("failover published %s after the primary cluster died", took)
+	if limit := tHeartbeat + tWindow + 1500*time.Millisecond; took > limit {
+		t.Fatalf("failover took %s, want within %s", took, limit)
+	}
+	if !sel.Sides[pipeline.SideStandby].Healthy {
+		t.Fatalf("standby judged unhealthy while its cluster is fine: %+v", sel.Sides[pipeline.SideStandby])
+	}
+	// Three more windows must close on time, one per window.
+	start := time.Now()
+	waitFor(t, 3*tWindow+1500*time.Millisecond, "three more windows", func() bool {
+		return r.metric(t, "hotpair_monitor_evaluations_total") >= evals+3+1
+	})
+	t.Logf("3 more windows closed in %s while the primary cluster was dead", time.Since(start))
+	if got := r.metric(t, "hotpair_monitor_samples_total", "side", "standby"); got <= standbySamples {
+		t.Fatalf("standby samples stopped with the primary cluster: %g -> %g", standbySamples, got)
+	}
+}
