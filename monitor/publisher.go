@@ -281,6 +281,12 @@ func (p *publisher) flush(l leadership) time.Duration {
 				return 0 // conflict: re-seed now
 			}
 		}
+		p.mu.Lock()
+		same := sameSelection(p.published[svc], &o.sel)
+		p.mu.Unlock()
+		if same {
+			continue // already there, e.g. offered again after a reconnect
+		}
 		v, err := writeSelection(p.s.conn, p.paths, l.Node, o.sel, p.versions[svc], p.acl)
 		switch {
 		case err == nil:
