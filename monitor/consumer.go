@@ -23,10 +23,11 @@ type received struct {
 // cluster only ever delays its own samples: evaluation runs on its own
 // ticker regardless.
 //
-// It starts at the END of the topic: every replica reads every partition
-// without a consumer group, and the first evaluation window after a start
-// holds only samples received in it (a window merges samples by receive
-// time, so replaying older ones would count them as fresh heartbeats).
+// Every replica reads every partition, without a consumer group, starting
+// at the records produced since the replica started (from): the first
+// window then holds exactly the samples of its own time span. Older samples
+// are not replayed: a window merges samples by receive time, so they would
+// count as fresh heartbeats of a side that may have died since.
 type consumer struct {
 	side    string
 	brokers []string
@@ -35,6 +36,7 @@ type consumer struct {
 	m       *metrics
 	out     chan<- received
 	now     func() time.Time
+	from    time.Time
 	// opts are extra franz-go options (tests shorten timeouts).
 	opts []kgo.Opt
 }
@@ -44,7 +46,7 @@ func (c *consumer) run(ctx context.Context) error {
 		kgo.SeedBrokers(c.brokers...),
 		kgo.ClientID("hotpair-monitor-" + c.side),
 		kgo.ConsumeTopics(c.topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(c.from.UnixMilli())),
 		kgo.FetchMaxWait(time.Second),
 		kgo.MetadataMaxAge(30 * time.Second),
 	}, c.opts...)...)

@@ -230,7 +230,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 // the layout then the election, the publisher and override watcher, the
 // consumers, and the evaluation loop.
 func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *session, fatal chan<- error) {
-	engine, err := core.NewEngine(m.cfg.Config, time.Now())
+	begin := time.Now()
+	engine, err := core.NewEngine(m.cfg.Config, begin)
 	if err != nil {
 		fatal <- err // Validate in New makes this unreachable
 		return
@@ -260,7 +261,7 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *session, 
 	topic := pipeline.TopicsWithPrefix(m.cfg.TopicPrefix).Health
 	for i, cl := range []ClusterConfig{m.cfg.Clusters.Primary, m.cfg.Clusters.Standby} {
 		c := &consumer{side: pipeline.Sides()[i], brokers: cl.Brokers, topic: topic, log: m.log, m: m.m,
-			out: samples, now: time.Now, opts: m.kopts}
+			out: samples, now: time.Now, from: begin, opts: m.kopts}
 		wg.Go(func() {
 			if err := c.run(ctx); err != nil {
 				fatal <- fmt.Errorf("monitor: health consumer of %s: %w", c.side, err)
