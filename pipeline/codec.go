@@ -77,17 +77,20 @@ func decodeObject(b []byte, w any) error {
 	case len(b) > MaxValueBytes:
 		return badRecord(ReasonValueTooLarge, "", "value has %d bytes, limit %d", len(b), MaxValueBytes)
 	}
-	if !json.Valid(b) {
-		return badRecord(ReasonInvalidJSON, "", "value is not valid JSON")
-	}
-	if t := bytes.TrimLeft(b, " \t\r\n"); t[0] != '{' {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		if !json.Valid(b) {
+			return badRecord(ReasonInvalidJSON, "", "value is not valid JSON")
+		}
 		return badRecord(ReasonNotObject, "", "value is JSON but not an object")
 	}
 	err := json.Unmarshal(b, w)
 	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &se):
+		return badRecord(ReasonInvalidJSON, "", "value is not valid JSON: %v", err)
 	case errors.As(err, &te):
 		return badRecord(ReasonWrongType, te.Field, "want %s, got JSON %s", te.Type, te.Value)
 	default:

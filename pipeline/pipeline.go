@@ -289,3 +289,17 @@ func (p *Pipeline) RestartStage(stage string) error {
 	}
 	return nil
 }
+
+// Ready reports whether every stage's processor runs and has recovered its
+// state (goka replays the changelog into the store before it consumes input).
+func (p *Pipeline) Ready() bool {
+	for _, st := range p.stages {
+		st.mu.Lock()
+		proc := st.proc
+		st.mu.Unlock()
+		if proc == nil || !proc.Recovered() {
+			return false
+		}
+	}
+	return len(p.stages) > 0
+}

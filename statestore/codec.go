@@ -1,8 +1,8 @@
 package statestore
 
 import (
+	"encoding"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 )
 
@@ -10,10 +10,10 @@ import (
 //
 //	byte 0     format (1)
 //	bytes 1-8  wake time, unix milliseconds, big endian; 0 = no wake-up
-//	bytes 9-   the state as JSON
+//	bytes 9-   the state's binary encoding (binary.go)
 //
 // The wake time sits in a fixed place so that the store can index it on every
-// write (see Wakeups) without decoding the JSON.
+// write (see Wakeups) without decoding the state.
 const (
 	envelopeFormat = 1
 	headerLen      = 9
@@ -25,6 +25,8 @@ type State interface {
 	// WakeAtMs returns when the key needs a timer action, in unix
 	// milliseconds, or 0 for never.
 	WakeAtMs() int64
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
 }
 
 // Codec is the goka codec of a state type S (used as *S in goka).
@@ -39,7 +41,7 @@ func (Codec[S, PS]) Encode(v any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("statestore: cannot encode %T", v)
 	}
-	body, err := json.Marshal(s)
+	body, err := s.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func (Codec[S, PS]) Decode(b []byte) (any, error) {
 		return nil, fmt.Errorf("statestore: value is not a state envelope (%d bytes)", len(b))
 	}
 	s := PS(new(S))
-	if err := json.Unmarshal(b[headerLen:], s); err != nil {
+	if err := s.UnmarshalBinary(b[headerLen:]); err != nil {
 		return nil, fmt.Errorf("statestore: decoding state: %w", err)
 	}
 	return s, nil

@@ -2,6 +2,7 @@ package statestore
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -230,5 +231,34 @@ func TestWindowsAdd(t *testing.T) {
 	}
 	if WindowStartMs(-1, 10) != -10 || WindowStartMs(19, 10) != 10 {
 		t.Fatal("window alignment")
+	}
+}
+
+func TestCampaignBinaryRoundTrip(t *testing.T) {
+	in := &Campaign{
+		Ledger:    Ledger{Day: "2026-11-30", SpentToday: 5, SpentLifetime: -0, Through: 1796032800000, Late: []string{"a/1/late/x", "b"}, Applied: 9, Duplicates: 2},
+		Budget:    &BudgetRow{Advertiser: "adv", DailyMicros: 1e9, LifetimeMicros: 0, Timezone: "Asia/Kolkata"},
+		Status:    "daily_capped",
+		Pacer:     &Pacer{Rate: 0.125, DemandPerSec: 1234.5},
+		Bidder:    &Bidder{Multiplier: 1.75, LastMs: 99},
+		NextDayMs: 1796083200000,
+	}
+	var c CampaignCodec
+	b, err := c.Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip:\n%+v\n%+v", in, out)
+	}
+	// Every truncation is an error, never a panic or a silent zero.
+	for n := headerLen; n < len(b); n++ {
+		if _, err := c.Decode(b[:n]); err == nil {
+			t.Fatalf("decoding %d of %d bytes succeeded", n, len(b))
+		}
 	}
 }

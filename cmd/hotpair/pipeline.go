@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/hotpair/hotpair/pipeline"
@@ -73,7 +74,15 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 		return 1
 	}
 	if cfg.HTTP.Listen != "" {
-		addr, err := serveHTTP(ctx, cfg.HTTP.Listen, metricsMux(reg))
+		mux := metricsMux(reg)
+		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if !p.Ready() {
+				http.Error(w, "recovering state or not running", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write([]byte("ready\n"))
+		})
+		addr, err := serveHTTP(ctx, cfg.HTTP.Listen, mux)
 		if err != nil {
 			fmt.Fprintln(a.stderr, "hotpair pipeline: http.listen:", err)
 			return 1
