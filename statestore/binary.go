@@ -14,7 +14,7 @@ var errShort = errors.New("statestore: state value is truncated")
 
 type enc []byte
 
-func (e enc) varint(v int64) enc  { return binary.AppendVarint(e, v) }
+func (e enc) varint(v int64) enc   { return binary.AppendVarint(e, v) }
 func (e enc) uvarint(v uint64) enc { return binary.AppendUvarint(e, v) }
 func (e enc) str(s string) enc     { return append(e.uvarint(uint64(len(s))), s...) }
 func (e enc) float(f float64) enc  { return binary.BigEndian.AppendUint64(e, math.Float64bits(f)) }
