@@ -48,7 +48,7 @@ func TestElectionReentersAfterSessionExpiry(t *testing.T) {
 
 	// Cut the replica off for longer than the session timeout: the server
 	// expires the session and the candidate node with it.
-	partition(t, s, 7*time.Second)
+	partition(t, s, 4*time.Second)
 	waitFor(t, 30*time.Second, "a to lead again", func() bool { return w.get().Leader && w.get().Node != first })
 	if s.sessionID() == oldSession {
 		t.Fatalf("still on the old session %x", oldSession)

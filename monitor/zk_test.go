@@ -51,7 +51,7 @@ func testConn(t testing.TB, addr string, auth *zkutil.Credentials) *zk.Conn {
 // testSession opens a monitor session and waits until it is usable.
 func testSession(t testing.TB, addr string, auth *zkutil.Credentials) *session {
 	t.Helper()
-	s, err := dialSession(sessionOptions{servers: []string{addr}, timeout: 4 * time.Second, auth: auth, log: testLogger(t)})
+	s, err := dialSession(sessionOptions{servers: []string{addr}, timeout: 2 * time.Second, auth: auth, log: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
