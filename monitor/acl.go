@@ -189,7 +189,7 @@ func sameACL(a, b []zk.ACL) bool {
 
 func aclHint(p string, err error) error {
 	if errors.Is(err, ErrACL) || errors.Is(err, zk.ErrNoAuth) {
-		return fmt.Errorf("%w: %s: %v (the monitor identity of zk.auth must be allowed to create and administer it: fix its ACL with zkCli setAcl, or delete it so the monitor recreates it)", ErrACL, p, err)
+		return fmt.Errorf("%w: %s: %v (the identity this process authenticates as — zk.auth for the monitor, --auth for the tools — may not create or administer it: use the right identity, or fix the znode's ACL with zkCli setAcl)", ErrACL, p, err)
 	}
 	return err
 }
