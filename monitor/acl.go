@@ -188,8 +188,12 @@ func sameACL(a, b []zk.ACL) bool {
 }
 
 func aclHint(p string, err error) error {
-	if errors.Is(err, ErrACL) || errors.Is(err, zk.ErrNoAuth) {
-		return fmt.Errorf("%w: %s: %v (the identity this process authenticates as — zk.auth for the monitor, --auth for the tools — may not create or administer it: use the right identity, or fix the znode's ACL with zkCli setAcl)", ErrACL, p, err)
+	const hint = " (the identity this process authenticates as — zk.auth for the monitor, --auth for the tools — may not create or administer it: use the right identity, or fix the znode's ACL with zkCli setAcl)"
+	switch {
+	case errors.Is(err, ErrACL):
+		return fmt.Errorf("%w%s", err, hint)
+	case errors.Is(err, zk.ErrNoAuth):
+		return fmt.Errorf("%w: %s: %v%s", ErrACL, p, err, hint)
 	}
 	return err
 }

@@ -119,3 +119,37 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 		t.Fatalf("clearing again: err=%v, want ErrNoOverride", err)
 	}
 }
+
+// A selection directory the monitor identity may not administer (someone
+// else protected it) stops the monitor at start with ErrACL, naming the
+// znode, instead of running without ever being able to publish.
+func TestForeignACLStopsTheMonitorAtStart(t *testing.T) {
+	addr := zkserver.ForTest(t)
+	paths := testRoot(t)
+	other := zkutil.Credentials{User: "someone-else", Password: "x"}
+	conn := testConn(t, addr, &other)
+	if err := zkutil.EnsurePath(conn, paths.Root, zkutil.OpenACL()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(paths.SelectionDir(), nil, 0, zkutil.ProtectedACL(&other)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig("locked-out", addr, paths, cluster{brokers: []string{"127.0.0.1:1"}}, cluster{brokers: []string{"127.0.0.1:2"}})
+	cfg.ZK.Auth = monitorID.String()
+	cfg.ZK.OperatorUser = DigestID(operatorID)
+	m, err := New(Options{Config: cfg, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(t.Context()) }()
+	select {
+	case err := <-done:
+		t.Logf("Run: %v", err)
+		if !errors.Is(err, ErrACL) || !strings.Contains(err.Error(), paths.SelectionDir()) {
+			t.Fatalf("Run = %v; want ErrACL naming %s", err, paths.SelectionDir())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run kept going without being able to publish")
+	}
+}
