@@ -23,6 +23,7 @@ import (
 //	  partition_grace: 45s
 //	  rate_ratio: 0.5
 //	  rate_reference: 1
+//	  catch_up_lag: 5s
 //	  lag_limit: 60s
 //	decision:
 //	  preferred: primary
@@ -60,6 +61,12 @@ type Rules struct {
 	RateReference float64 `yaml:"rate_reference"`
 	// LagLimit: lag_high fires when the merged p99 event lag exceeds it. Default 60s.
 	LagLimit time.Duration `yaml:"lag_limit"`
+	// CatchUpLag: while a side's merged p99 lag is above it, the side is
+	// draining a backlog (a recovery, a flapping stall) and its inflated
+	// QPS is no reference for the other side's input_rate_low. Without it a
+	// recovering side would make the healthy one look slow and pull traffic
+	// back at once, past the grace period. Default 5s; 0 turns it off.
+	CatchUpLag time.Duration `yaml:"catch_up_lag"`
 }
 
 // HeartbeatTimeout is HeartbeatMissed × SampleInterval.
@@ -98,6 +105,7 @@ func DefaultConfig() Config {
 			RateRatio:       0.5,
 			RateReference:   1,
 			LagLimit:        60 * time.Second,
+			CatchUpLag:      5 * time.Second,
 		},
 		Decision: DecisionConfig{
 			Preferred:     pipeline.SidePrimary,
@@ -133,6 +141,9 @@ func (c Config) Validate() error {
 	}
 	if !(r.RateReference > 0) {
 		bad("rules.rate_reference", "must be above 0 events/s (e.g. 1), got %g", r.RateReference)
+	}
+	if r.CatchUpLag < 0 || (r.LagLimit > 0 && r.CatchUpLag > r.LagLimit) {
+		bad("rules.catch_up_lag", "must be between 0 (off) and rules.lag_limit (e.g. 5s), got %s", r.CatchUpLag)
 	}
 	if r.LagLimit <= 0 {
 		bad("rules.lag_limit", "must be above 0 (e.g. 60s), got %s", r.LagLimit)

@@ -34,7 +34,7 @@ func TestParseConfigEveryKey(t *testing.T) {
 	want := Config{
 		Window: 30 * time.Second,
 		Rules: Rules{SampleInterval: 5 * time.Second, HeartbeatMissed: 4, PartitionGrace: 40 * time.Second,
-			RateRatio: 0.25, RateReference: 2.5, LagLimit: 90 * time.Second},
+			RateRatio: 0.25, RateReference: 2.5, LagLimit: 90 * time.Second, CatchUpLag: 10 * time.Second},
 		Decision: DecisionConfig{Preferred: "standby", FailoverAfter: 2, Grace: 15 * time.Minute},
 		Stagger:  StaggerConfig{Period: 2 * time.Hour},
 	}
