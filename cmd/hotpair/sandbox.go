@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hotpair/hotpair/sandbox"
+)
+
+func runSandbox(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "sandbox", "sandbox [--scenario NAME [--json]] [flags]")
+	zk := fs.String("zk", "", "use this ZooKeeper (host:port) instead of starting the local Apache ZooKeeper server")
+	zkRoot := fs.String("zk-root", "/hotpair", "root of hotpair's znodes")
+	httpAddr := fs.String("http", "127.0.0.1:9400", "address of the on-call page, the fault API and /metrics")
+	addrFile := fs.String("addr-file", "", "once ready, write the addresses (and the operator credentials) as JSON to this file")
+	campaigns := fs.Int("campaigns", 40, "simulated campaigns")
+	qps := fs.Float64("qps", 300, "simulated ad requests per second at the day curve's mean")
+	day := fs.Duration("day", 10*time.Minute, "how long one simulated day of the traffic curve lasts (time runs faster)")
+	insecure := fs.Bool("insecure", false, "turn ZooKeeper ACLs off")
+	window := fs.Duration("window", sandbox.DemoTiming().Window, "the monitor's evaluation window")
+	grace := fs.Duration("grace", sandbox.DemoTiming().Grace, "how long the primary must stay healthy before traffic returns to it")
+	scenario := fs.String("scenario", "", "run this scripted scenario to the end and exit 0 only if it held: "+strings.Join(sandbox.ScenarioNames(), ", "))
+	asJSON := fs.Bool("json", false, "with --scenario: print the timeline as one JSON object")
+	if code, done := parse(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	if *asJSON && *scenario == "" {
+		return usageError(fs, a.stderr, "--json needs --scenario")
+	}
+	if *campaigns < 2 || *qps <= 0 || *day < time.Minute {
+		return usageError(fs, a.stderr, "--campaigns must be at least 2, --qps positive, --day at least 1m")
+	}
+	opts := sandbox.Options{ZK: *zk, ZKRoot: *zkRoot, HTTP: *httpAddr, Campaigns: *campaigns, QPS: *qps, Day: *day,
+		Insecure: *insecure, Logger: a.logger}
+	if *scenario != "" {
+		return runScenario(ctx, a, fs, *scenario, opts, *asJSON)
+	}
+	opts.Timing = sandbox.DemoTiming()
+	opts.Timing.Window, opts.Timing.Grace = *window, *grace
+	sb, err := sandbox.New(opts)
+	if err != nil {
+		return usageError(fs, a.stderr, "%v", err)
+	}
+	err = sb.Run(ctx, func(addr sandbox.Addresses) {
+		printAddresses(a, addr)
+		if *addrFile != "" {
+			b, _ := json.MarshalIndent(addr, "", "  ")
+			if err := os.WriteFile(*addrFile, append(b, '\n'), 0o600); err != nil {
+				fmt.Fprintln(a.stderr, "hotpair sandbox: --addr-file:", err)
+			}
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(a.stderr, "hotpair sandbox:", err)
+		return 1
+	}
+	return 0
+}
+
+func printAddresses(a *app, addr sandbox.Addresses) {
+	w := a.stdout
+	fmt.Fprintf(w, "hotpair sandbox is up.\n\n")
+	fmt.Fprintf(w, "  on-call page     http://%s/\n", addr.HTTP)
+	fmt.Fprintf(w, "  primary brokers  %s\n", strings.Join(addr.PrimaryBrokers, ","))
+	fmt.Fprintf(w, "  standby brokers  %s\n", strings.Join(addr.StandbyBrokers, ","))
+	fmt.Fprintf(w, "  ZooKeeper        %s (root %s)\n", addr.ZK, addr.ZKRoot)
+	if addr.OperatorAuth != "" {
+		fmt.Fprintf(w, "  operator auth    %s   (for hotpair override --auth)\n", addr.OperatorAuth)
+	}
+	fmt.Fprintf(w, "\nTry:\n")
+	fmt.Fprintf(w, "  hotpair fault inject --http %s stall --service budget --side primary\n", addr.HTTP)
+	fmt.Fprintf(w, "  hotpair status --zk %s --zk-root %s\n", addr.ZK, addr.ZKRoot)
+	fmt.Fprintf(w, "  hotpair fault heal --http %s --all\n", addr.HTTP)
+	fmt.Fprintf(w, "\nCtrl-C stops everything.\n")
+}
+
+func runScenario(ctx context.Context, a *app, fs *flag.FlagSet, name string, opts sandbox.Options, asJSON bool) int {
+	if !sandbox.HasScenario(name) {
+		fmt.Fprintf(a.stderr, "hotpair sandbox: no scenario %q; scenarios: %s\n\n", name, strings.Join(sandbox.ScenarioNames(), ", "))
+		fs.Usage()
+		return 2
+	}
+	if opts.HTTP == "127.0.0.1:9400" {
+		opts.HTTP = "127.0.0.1:0" // a scenario must not need a fixed port
+	}
+	var progress func(sandbox.Event, time.Time)
+	if !asJSON {
+		progress = func(e sandbox.Event, start time.Time) { fmt.Fprintln(a.stdout, e.String(start)) }
+	}
+	res, err := sandbox.RunScenario(ctx, name, opts, progress)
+	if err != nil {
+		fmt.Fprintln(a.stderr, "hotpair sandbox:", err)
+		return 1
+	}
+	if asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(a.stdout, string(b))
+	} else {
+		fmt.Fprintln(a.stdout)
+		for _, c := range res.Checks {
+			mark := "PASS"
+			if !c.Passed {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(a.stdout, "%s  %s: %s\n", mark, c.Name, c.Detail)
+		}
+		verdict := "held"
+		if !res.Passed {
+			verdict = "did NOT hold"
+		}
+		fmt.Fprintf(a.stdout, "\nscenario %s %s (%s)\n", name, verdict, res.Duration)
+	}
+	if !res.Passed {
+		return 1
+	}
+	return 0
+}

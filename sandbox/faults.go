@@ -1,0 +1,320 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// Fault kinds.
+const (
+	FaultStall        = "stall"               // a stage on a side stops consuming
+	FaultLag          = "lag"                 // a side's records arrive late by Lag
+	FaultCutIngest    = "cut-ingest"          // the load generator's link to a side is down
+	FaultStopCluster  = "stop-cluster"        // a side's Kafka cluster goes away
+	FaultFlap         = "flap"                // a stage alternates stalled/healthy every Period
+	FaultStopZK       = "stop-zk"             // ZooKeeper goes away
+	FaultKillLeader   = "kill-monitor-leader" // the leading monitor replica crashes
+	FaultKillInstance = "kill-instance"       // a stage's instance dies abruptly and restarts
+)
+
+// FaultKinds lists every kind.
+func FaultKinds() []string {
+	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultKillLeader, FaultKillInstance}
+}
+
+// FaultSpec is what to inject. Durations are Go duration strings ("30s").
+type FaultSpec struct {
+	Kind    string `json:"kind"`
+	Service string `json:"service,omitempty"` // a stage: aggregator, budget, pacer, bidder
+	Side    string `json:"side,omitempty"`
+	// For heals the fault by itself after this long ("" = until healed).
+	For string `json:"for,omitempty"`
+	// Period is the flap period (default: the monitor window).
+	Period string `json:"period,omitempty"`
+	// Lag is how late a lag fault makes records arrive.
+	Lag string `json:"lag,omitempty"`
+}
+
+// Fault is an injected fault.
+type Fault struct {
+	ID string `json:"id"`
+	FaultSpec
+	Started time.Time  `json:"started"`
+	Healed  *time.Time `json:"healed,omitempty"`
+	// Detail says what the fault did, e.g. which monitor replica it killed.
+	Detail string `json:"detail,omitempty"`
+
+	heal func() error
+	stop chan struct{} // closed when healed: ends timers and flap loops
+}
+
+// Active reports whether the fault is in force.
+func (f *Fault) Active() bool { return f.Healed == nil }
+
+// Errors of fault injection.
+var (
+	ErrBadFault    = errors.New("sandbox: bad fault")
+	ErrNoSuchFault = errors.New("sandbox: no such fault")
+)
+
+type faults struct {
+	s    *Sandbox
+	mu   sync.Mutex
+	next int
+	all  []*Fault
+}
+
+func newFaults(s *Sandbox) *faults { return &faults{s: s} }
+
+type parsedSpec struct {
+	FaultSpec
+	dur, period, lag time.Duration
+}
+
+func parseSpec(spec FaultSpec, window time.Duration) (parsedSpec, error) {
+	p := parsedSpec{FaultSpec: spec, period: window}
+	bad := func(format string, args ...any) (parsedSpec, error) {
+		return parsedSpec{}, fmt.Errorf("%w: %s", ErrBadFault, fmt.Sprintf(format, args...))
+	}
+	if !slices.Contains(FaultKinds(), spec.Kind) {
+		return bad("kind %q is not one of %v", spec.Kind, FaultKinds())
+	}
+	for _, d := range []struct {
+		name, v string
+		dst     *time.Duration
+	}{{"for", spec.For, &p.dur}, {"period", spec.Period, &p.period}, {"lag", spec.Lag, &p.lag}} {
+		if d.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.v)
+		if err != nil || v <= 0 {
+			return bad("%s %q is not a positive duration (e.g. 30s)", d.name, d.v)
+		}
+		*d.dst = v
+	}
+	needsSide := map[string]bool{FaultStall: true, FaultLag: true, FaultCutIngest: true, FaultStopCluster: true, FaultFlap: true, FaultKillInstance: true}
+	needsService := map[string]bool{FaultStall: true, FaultFlap: true, FaultKillInstance: true}
+	switch {
+	case needsSide[spec.Kind] && !pipeline.IsSide(spec.Side):
+		return bad("%s needs --side primary or standby, got %q", spec.Kind, spec.Side)
+	case needsService[spec.Kind] && !pipeline.IsStage(spec.Service):
+		return bad("%s needs --service, one of %v, got %q", spec.Kind, pipeline.Stages(), spec.Service)
+	case spec.Kind == FaultLag && p.lag == 0:
+		return bad("lag needs --lag, e.g. 90s")
+	case !needsSide[spec.Kind] && spec.Side != "", !needsService[spec.Kind] && spec.Service != "":
+		return bad("%s takes no --side or --service", spec.Kind)
+	}
+	return p, nil
+}
+
+// Inject applies a fault and returns it.
+func (s *Sandbox) Inject(spec FaultSpec) (Fault, error) {
+	return s.faults.inject(spec)
+}
+
+// Heal ends a fault.
+func (s *Sandbox) Heal(id string) (Fault, error) { return s.faults.heal(id) }
+
+// HealAll ends every active fault.
+func (s *Sandbox) HealAll() []Fault {
+	var out []Fault
+	for _, f := range s.Faults() {
+		if f.Active() {
+			if h, err := s.Heal(f.ID); err == nil {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// Faults lists every fault, oldest first.
+func (s *Sandbox) Faults() []Fault {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	out := make([]Fault, 0, len(s.faults.all))
+	for _, f := range s.faults.all {
+		out = append(out, *f)
+	}
+	return out
+}
+
+func (fs *faults) inject(spec FaultSpec) (Fault, error) {
+	p, err := parseSpec(spec, fs.s.opts.Timing.Window)
+	if err != nil {
+		return Fault{}, err
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, f := range fs.all {
+		if f.Active() && f.Kind == spec.Kind && f.Side == spec.Side && f.Service == spec.Service {
+			return Fault{}, fmt.Errorf("%w: %s is already in force (%s)", ErrBadFault, spec.Kind, f.ID)
+		}
+	}
+	fs.next++
+	f := &Fault{ID: "f" + strconv.Itoa(fs.next), FaultSpec: spec, Started: time.Now(), stop: make(chan struct{})}
+	if err := fs.apply(f, p); err != nil {
+		return Fault{}, err
+	}
+	fs.all = append(fs.all, f)
+	fs.s.events.add(Event{Kind: EventFault, Service: spec.Service, Side: spec.Side, Detail: describe(f, p)})
+	if f.heal == nil { // instantaneous: done at once
+		now := time.Now()
+		f.Healed = &now
+		return *f, nil
+	}
+	if p.dur > 0 {
+		go func() {
+			select {
+			case <-time.After(p.dur):
+				_, _ = fs.heal(f.ID)
+			case <-f.stop:
+			}
+		}()
+	}
+	return *f, nil
+}
+
+func describe(f *Fault, p parsedSpec) string {
+	d := f.ID + " " + f.Kind
+	if p.Kind == FaultLag {
+		d += " by " + p.lag.String()
+	}
+	if p.Kind == FaultFlap {
+		d += " every " + p.period.String()
+	}
+	if p.dur > 0 {
+		d += " for " + p.dur.String()
+	}
+	if f.Detail != "" {
+		d += ": " + f.Detail
+	}
+	return d
+}
+
+// apply carries out the fault and sets f.heal (nil for a fault that is over
+// as soon as it happened).
+func (fs *faults) apply(f *Fault, p parsedSpec) error {
+	s := fs.s
+	switch p.Kind {
+	case FaultStall:
+		if err := s.pipes[p.Side].Pause(p.Service, true); err != nil {
+			return err
+		}
+		f.heal = func() error { return s.pipes[p.Side].Pause(p.Service, false) }
+	case FaultFlap:
+		pipe := s.pipes[p.Side]
+		go flap(pipe, p.Service, p.period, f.stop)
+		f.heal = func() error { return pipe.Pause(p.Service, false) }
+	case FaultLag:
+		if err := s.ingest.SetDelay(p.Side, p.lag); err != nil {
+			return err
+		}
+		f.heal = func() error { return s.ingest.SetDelay(p.Side, 0) }
+	case FaultCutIngest:
+		if err := s.ingest.Cut(p.Side, true); err != nil {
+			return err
+		}
+		f.heal = func() error { return s.ingest.Cut(p.Side, false) }
+	case FaultStopCluster:
+		c := s.clusters[p.Side]
+		c.stop()
+		f.heal = c.start
+	case FaultStopZK:
+		if s.zk == nil {
+			return errNoLocalZK
+		}
+		s.zk.Kill()
+		f.heal = func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return s.zk.Restart(ctx)
+		}
+	case FaultKillLeader:
+		i, err := s.monitors.killLeader()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrBadFault, err)
+		}
+		f.Detail = fmt.Sprintf("killed sandbox-monitor-%d; it restarts when the fault heals", i+1)
+		f.heal = func() error { return s.monitors.restart(i) }
+	case FaultKillInstance:
+		if err := s.pipes[p.Side].RestartStage(p.Service); err != nil {
+			return err
+		}
+		f.Detail = "the instance died and restarts, recovering its state from its changelog"
+	}
+	return nil
+}
+
+// flap pauses and resumes a stage every period until stop is closed.
+func flap(p *pipeline.Pipeline, stage string, period time.Duration, stop <-chan struct{}) {
+	paused := true
+	_ = p.Pause(stage, paused)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			paused = !paused
+			_ = p.Pause(stage, paused)
+		}
+	}
+}
+
+func (fs *faults) heal(id string) (Fault, error) {
+	fs.mu.Lock()
+	var f *Fault
+	for _, x := range fs.all {
+		if x.ID == id {
+			f = x
+		}
+	}
+	if f == nil {
+		fs.mu.Unlock()
+		return Fault{}, fmt.Errorf("%w: %q", ErrNoSuchFault, id)
+	}
+	if !f.Active() {
+		fs.mu.Unlock()
+		return *f, nil
+	}
+	now := time.Now()
+	f.Healed = &now
+	close(f.stop)
+	heal := f.heal
+	fs.mu.Unlock()
+	var err error
+	if heal != nil {
+		err = heal()
+	}
+	detail := f.ID + " " + f.Kind + " healed"
+	if err != nil {
+		detail += ": " + err.Error()
+	}
+	fs.s.events.add(Event{Kind: EventHeal, Service: f.Service, Side: f.Side, Detail: detail})
+	return *f, err
+}
+
+// stopAll heals every fault when the sandbox stops, so nothing it started
+// (a ZooKeeper killed by stop-zk) is left in a state its cleanup misses.
+func (fs *faults) stopAll() {
+	fs.mu.Lock()
+	var active []string
+	for _, f := range fs.all {
+		if f.Active() {
+			active = append(active, f.ID)
+		}
+	}
+	fs.mu.Unlock()
+	for _, id := range active {
+		_, _ = fs.heal(id)
+	}
+}

@@ -1,0 +1,542 @@
+// Package sandbox runs the whole of hotpair in one process: two embedded
+// Kafka clusters (kfake), the real Apache ZooKeeper server, both sides'
+// pipelines, two monitor replicas, the selector, the dual-cluster views and
+// the retriever, and a load generator standing in for the ads servers that
+// closes the loop through them. It injects faults on demand and runs
+// scripted failure scenarios that check their outcome.
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor"
+	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/selector"
+	"github.com/hotpair/hotpair/statestore"
+)
+
+// Timing is how fast the sandbox's control loop runs.
+type Timing struct {
+	// Window is the monitor's evaluation window; Grace how long the
+	// preferred side must stay healthy before traffic returns to it.
+	Window, Grace time.Duration
+	// SampleInterval is how often every stage writes a health sample.
+	SampleInterval time.Duration
+	// PartitionGrace is how long partitions may stay unassigned (a goka
+	// rebalance) before the monitor calls them uncovered.
+	PartitionGrace time.Duration
+	// LagLimit is the monitor's lag_high threshold; CatchUpLag the lag above
+	// which a side counts as draining a backlog.
+	LagLimit, CatchUpLag time.Duration
+	// ZKSession is the ZooKeeper session timeout of the monitors and the selector.
+	ZKSession time.Duration
+	// AggWindow and AggLateness are the aggregator's window and lateness.
+	AggWindow, AggLateness time.Duration
+}
+
+// DemoTiming is the interactive sandbox's: a switch within a window of 15 s,
+// a return after a 90 s grace period.
+func DemoTiming() Timing {
+	return Timing{Window: 15 * time.Second, Grace: 90 * time.Second, SampleInterval: 2 * time.Second,
+		PartitionGrace: 20 * time.Second, LagLimit: 20 * time.Second, CatchUpLag: time.Second, ZKSession: 6 * time.Second,
+		AggWindow: 5 * time.Second, AggLateness: 2 * time.Second}
+}
+
+// ScenarioTiming is the scripted scenarios': short enough that each runs in
+// well under 3 minutes.
+func ScenarioTiming() Timing {
+	return Timing{Window: 3 * time.Second, Grace: 15 * time.Second, SampleInterval: time.Second,
+		PartitionGrace: 15 * time.Second, LagLimit: 8 * time.Second, CatchUpLag: time.Second, ZKSession: 4 * time.Second,
+		AggWindow: 2 * time.Second, AggLateness: time.Second}
+}
+
+// Options configure a sandbox. The zero value is the demo.
+type Options struct {
+	// ZK is an existing ZooKeeper to use ("" starts the local Apache
+	// ZooKeeper server in a temporary directory on a free loopback port).
+	ZK string
+	// ZKRoot is the root of hotpair's znodes (default /hotpair).
+	ZKRoot string
+	// HTTP is the address of the sandbox's web endpoint (default 127.0.0.1:9400).
+	HTTP string
+	// Dir holds the clusters' data and ZooKeeper's (default: a temporary
+	// directory, removed at the end).
+	Dir string
+	// Campaigns, QPS (ad requests per second at the mean of the day curve)
+	// and Day (how long one simulated day of the traffic curve lasts) shape
+	// the load. Defaults: 40, 300, 10m.
+	Campaigns int
+	QPS       float64
+	Day       time.Duration
+	// Partitions of every topic (default 4).
+	Partitions int32
+	// IngestBuffer is how many records each side's ingest buffers while
+	// its link or cluster is down (default 100000).
+	IngestBuffer int
+	// Insecure turns ZooKeeper ACLs off (they are on by default).
+	Insecure bool
+	// Timing of the control loop (default DemoTiming).
+	Timing Timing
+	// Seed of the load generator's randomness (default 1).
+	Seed uint64
+
+	// Injected dependencies.
+	Logger *slog.Logger
+}
+
+func (o *Options) applyDefaults() {
+	if o.ZKRoot == "" {
+		o.ZKRoot = znode.DefaultRoot
+	}
+	if o.HTTP == "" {
+		o.HTTP = "127.0.0.1:9400"
+	}
+	if o.Campaigns == 0 {
+		o.Campaigns = 40
+	}
+	if o.QPS == 0 {
+		o.QPS = 300
+	}
+	if o.Day == 0 {
+		o.Day = 10 * time.Minute
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 4
+	}
+	if o.IngestBuffer == 0 {
+		o.IngestBuffer = 100_000
+	}
+	if o.Timing == (Timing{}) {
+		o.Timing = DemoTiming()
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Addresses are where the sandbox's parts listen, for other tools to attach.
+type Addresses struct {
+	PrimaryBrokers []string `json:"primary_brokers"`
+	StandbyBrokers []string `json:"standby_brokers"`
+	ZK             string   `json:"zk"`
+	ZKRoot         string   `json:"zk_root"`
+	HTTP           string   `json:"http"`
+	// OperatorAuth is the operator identity (user:password) that
+	// `hotpair override --auth` needs while ACLs are on.
+	OperatorAuth string `json:"operator_auth,omitempty"`
+}
+
+// Sandbox is the whole system in one process.
+type Sandbox struct {
+	opts   Options
+	log    *slog.Logger
+	dir    string
+	tmpDir bool
+
+	zk       *zkserver.Server // nil with an external ZooKeeper
+	zkAddr   string
+	clusters map[string]*cluster
+	pipes    map[string]*pipeline.Pipeline
+	ingest   *pipeline.Ingester
+	sel      *selector.Selector
+	views    *selector.Views
+	ret      *selector.Retriever
+	load     *loadGen
+	monitors *replicas
+	faults   *faults
+	events   timeline
+	regs     *registries
+	httpAddr string
+
+	monitorCreds, operatorCreds *zkutil.Credentials
+	started                     time.Time
+
+	ctx  context.Context // of Run, for faults that start components
+	stop []func()        // in reverse order of start
+	mu   sync.Mutex
+}
+
+// New prepares a sandbox; Run starts it.
+func New(o Options) (*Sandbox, error) {
+	o.applyDefaults()
+	if o.Timing.Window < 3*o.Timing.SampleInterval {
+		return nil, fmt.Errorf("sandbox: the monitor window (%s) must hold at least 3 sample intervals (%s)", o.Timing.Window, o.Timing.SampleInterval)
+	}
+	s := &Sandbox{opts: o, log: o.Logger, clusters: map[string]*cluster{}, pipes: map[string]*pipeline.Pipeline{},
+		regs: newRegistries()}
+	s.faults = newFaults(s)
+	s.monitors = newReplicas(s)
+	if !o.Insecure {
+		s.monitorCreds = &zkutil.Credentials{User: "hotpair-monitor", Password: secret()}
+		s.operatorCreds = &zkutil.Credentials{User: "hotpair-operator", Password: secret()}
+	}
+	return s, nil
+}
+
+func secret() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Addresses returns where the parts listen (complete once Run reported ready).
+func (s *Sandbox) Addresses() Addresses {
+	a := Addresses{ZK: s.zkAddr, ZKRoot: s.opts.ZKRoot, HTTP: s.httpAddr}
+	if c := s.clusters[pipeline.SidePrimary]; c != nil {
+		a.PrimaryBrokers = c.brokers()
+	}
+	if c := s.clusters[pipeline.SideStandby]; c != nil {
+		a.StandbyBrokers = c.brokers()
+	}
+	if s.operatorCreds != nil {
+		a.OperatorAuth = s.operatorCreds.String()
+	}
+	return a
+}
+
+// Run starts every part in dependency order, calls ready once traffic flows,
+// and runs until ctx ends; then it stops every part in reverse order and
+// removes what it created.
+func (s *Sandbox) Run(ctx context.Context, ready func(Addresses)) (err error) {
+	s.ctx = ctx
+	defer s.shutdown()
+	for _, step := range []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"data directory", s.startDir},
+		{"ZooKeeper", s.startZK},
+		{"Kafka clusters", s.startClusters},
+		{"pipelines", s.startPipelines},
+		{"ingest", s.startIngest},
+		{"selector and views", s.startReadSide},
+		{"HTTP", s.startHTTP},
+		{"load generator", s.startLoad},
+		// The monitors start once traffic flows, so that their first window
+		// does not judge a side by a pipeline still starting up.
+		{"monitors", s.startMonitors},
+	} {
+		s.log.Info("sandbox: starting " + step.name)
+		if err := step.fn(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("sandbox: %s: %w", step.name, err)
+		}
+	}
+	s.started = time.Now()
+	s.events.add(Event{Kind: EventInfo, Detail: "sandbox up: traffic flows to both sides"})
+	if ready != nil {
+		ready(s.Addresses())
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (s *Sandbox) onStop(f func()) {
+	s.mu.Lock()
+	s.stop = append(s.stop, f)
+	s.mu.Unlock()
+}
+
+func (s *Sandbox) shutdown() {
+	s.faults.stopAll()
+	s.mu.Lock()
+	stops := s.stop
+	s.stop = nil
+	s.mu.Unlock()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
+}
+
+// goRun runs fn in a goroutine until the sandbox stops; stopping cancels
+// its context and waits for it to return.
+func (s *Sandbox) goRun(name string, fn func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("sandbox: "+name+" stopped", "err", err)
+		}
+	}()
+	s.onStop(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			s.log.Error("sandbox: " + name + " did not stop within 30s")
+		}
+	})
+}
+
+func (s *Sandbox) startDir(context.Context) error {
+	s.dir = s.opts.Dir
+	if s.dir == "" {
+		d, err := os.MkdirTemp("", "hotpair-sandbox-")
+		if err != nil {
+			return err
+		}
+		s.dir, s.tmpDir = d, true
+		s.onStop(func() { _ = os.RemoveAll(d) })
+	}
+	return os.MkdirAll(s.dir, 0o755)
+}
+
+func (s *Sandbox) startZK(ctx context.Context) error {
+	if s.opts.ZK != "" {
+		s.zkAddr = s.opts.ZK
+		return nil
+	}
+	srv, err := zkserver.Start(ctx, zkserver.Options{Dir: filepath.Join(s.dir, "zookeeper"), TickTime: 250 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	s.zk, s.zkAddr = srv, srv.Addr()
+	s.onStop(func() { _ = srv.Stop() })
+	return nil
+}
+
+func (s *Sandbox) startClusters(context.Context) error {
+	for _, side := range pipeline.Sides() {
+		c, err := startCluster(side, filepath.Join(s.dir, "kafka-"+side))
+		if err != nil {
+			return err
+		}
+		s.clusters[side] = c
+		s.onStop(c.stop)
+	}
+	return nil
+}
+
+func (s *Sandbox) startPipelines(context.Context) error {
+	t := s.opts.Timing
+	for _, side := range pipeline.Sides() {
+		reg := s.regs.add("pipeline-" + side)
+		p, err := pipeline.New(pipeline.Options{
+			Brokers: s.clusters[side].brokers(), Side: side, Instance: "sandbox-" + side,
+			Partitions: s.opts.Partitions, Replication: 1, CreateTopics: true,
+			Storage: statestore.Config{Backend: statestore.BackendMemory},
+			Window:  t.AggWindow, Lateness: t.AggLateness, IdleClose: t.AggWindow,
+			SampleInterval: t.SampleInterval,
+			Logger:         s.log.With("component", "pipeline"), Registerer: reg,
+		})
+		if err != nil {
+			return err
+		}
+		s.pipes[side] = p
+		s.goRun("pipeline "+side, p.Run)
+	}
+	return nil
+}
+
+func (s *Sandbox) startIngest(context.Context) error {
+	in, err := pipeline.NewIngester(pipeline.IngestOptions{
+		Clusters: map[string][]string{
+			pipeline.SidePrimary: s.clusters[pipeline.SidePrimary].brokers(),
+			pipeline.SideStandby: s.clusters[pipeline.SideStandby].brokers(),
+		},
+		Buffer: s.opts.IngestBuffer, DeliveryTimeout: 10 * time.Minute,
+		OnLost: func(side string, r *kgo.Record, err error) {
+			if l := s.loadGen(); l != nil {
+				l.onLost(side, r, err)
+			}
+		},
+		Logger: s.log.With("component", "ingest"), Registerer: s.regs.add("ingest"),
+	})
+	if err != nil {
+		return err
+	}
+	s.ingest = in
+	s.onStop(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		in.Close(ctx)
+	})
+	return nil
+}
+
+func (s *Sandbox) loadGen() *loadGen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.load
+}
+
+func (s *Sandbox) startMonitors(ctx context.Context) error {
+	if err := s.monitors.start(ctx); err != nil {
+		return err
+	}
+	// Ready once a replica leads and every service has a selection.
+	return s.waitUntil(ctx, time.Minute, "a monitor leading with every service decided", func() bool {
+		_, m := s.monitors.leader()
+		if m == nil {
+			return false
+		}
+		for _, svc := range m.Status().Services {
+			if svc.Selection == nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// monitorConfig is the config of monitor replica i.
+func (s *Sandbox) monitorConfig(i int) monitor.Config {
+	t := s.opts.Timing
+	c := monitor.DefaultConfig()
+	c.ID = fmt.Sprintf("sandbox-monitor-%d", i+1)
+	c.ZK.Servers, c.ZK.Root, c.ZK.SessionTimeout = []string{s.zkAddr}, s.opts.ZKRoot, t.ZKSession
+	if s.monitorCreds != nil {
+		c.ZK.Auth = s.monitorCreds.String()
+		c.ZK.OperatorUser = monitor.DigestID(*s.operatorCreds)
+	}
+	c.Clusters.Primary.Brokers = s.clusters[pipeline.SidePrimary].brokers()
+	c.Clusters.Standby.Brokers = s.clusters[pipeline.SideStandby].brokers()
+	c.HTTP.Listen = "off"
+	c.Window, c.Decision.Grace = t.Window, t.Grace
+	c.Rules.SampleInterval, c.Rules.PartitionGrace = t.SampleInterval, t.PartitionGrace
+	c.Rules.LagLimit, c.Rules.CatchUpLag = t.LagLimit, t.CatchUpLag
+	return c
+}
+
+func (s *Sandbox) startReadSide(ctx context.Context) error {
+	reg := s.regs.add("read-side")
+	log := s.log.With("component", "selector")
+	sel, err := selector.New([]string{s.zkAddr}, selector.WithRoot(s.opts.ZKRoot), selector.WithDefaultSide(selector.Primary),
+		selector.WithSessionTimeout(s.opts.Timing.ZKSession), selector.WithLogger(log), selector.WithRegisterer(reg))
+	if err != nil {
+		return err
+	}
+	views, err := selector.NewViews(
+		selector.WithCluster(selector.Primary, s.clusters[pipeline.SidePrimary].brokers()...),
+		selector.WithCluster(selector.Standby, s.clusters[pipeline.SideStandby].brokers()...),
+		selector.WithLogger(log), selector.WithRegisterer(reg))
+	if err != nil {
+		return err
+	}
+	ret, err := selector.NewRetriever(views, sel, selector.WithLogger(log), selector.WithRegisterer(reg))
+	if err != nil {
+		return err
+	}
+	s.sel, s.views, s.ret = sel, views, ret
+	s.goRun("selector", sel.Run)
+	s.goRun("views", views.Run)
+	s.goRun("selection watcher", s.watchSelection)
+	s.goRun("verdict watcher", s.watchVerdicts)
+	return nil
+}
+
+func (s *Sandbox) startLoad(ctx context.Context) error {
+	rng := mrand.New(mrand.NewPCG(s.opts.Seed, 3))
+	cs := newCampaigns(s.opts.Campaigns, s.opts.QPS, time.Now(), rng)
+	g := newLoadGen(cs, s.opts.QPS, s.opts.Day, "", s.ingest, s.sel, s.ret, s.opts.Seed)
+	s.mu.Lock()
+	s.load = g
+	s.mu.Unlock()
+	g.writeBudgets()
+	// Traffic starts once both sides run and have their budgets: a campaign
+	// must not spend before its budget row is known.
+	if err := s.waitUntil(ctx, 2*time.Minute, "both pipelines ready with every budget applied", s.budgetsApplied); err != nil {
+		return err
+	}
+	s.goRun("load generator", func(ctx context.Context) error { g.run(ctx); return nil })
+	return nil
+}
+
+// waitUntil polls cond every 100ms until it holds, ctx ends or timeout passes.
+func (s *Sandbox) waitUntil(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("not %s within %s", what, timeout)
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// budgetsApplied reports whether both sides' pipelines have recovered and
+// the views of both sides hold a budget status for every budgeted campaign.
+func (s *Sandbox) budgetsApplied() bool {
+	for _, p := range s.pipes {
+		if !p.Ready() {
+			return false
+		}
+	}
+	for _, c := range s.load.campaigns {
+		if c.Budget == nil {
+			continue
+		}
+		for _, side := range []selector.Side{selector.Primary, selector.Standby} {
+			if a := s.views.Get(selector.Budget, c.ID, side); !a.Found || a.From != side {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// registries collects the metrics of every part; each part registers on a
+// registry of its own (two pipelines and two monitor replicas register the
+// same metric names), and /metrics gathers them all.
+type registries struct {
+	mu   sync.Mutex
+	regs map[string]*prometheus.Registry
+}
+
+func newRegistries() *registries {
+	r := &registries{regs: map[string]*prometheus.Registry{}}
+	proc := r.add("process")
+	proc.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+func (r *registries) add(name string) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	r.mu.Lock()
+	r.regs[name] = reg
+	r.mu.Unlock()
+	return reg
+}
+
+// Gather implements prometheus.Gatherer over the current registries.
+func (r *registries) Gather() ([]*dto.MetricFamily, error) {
+	r.mu.Lock()
+	gs := make(prometheus.Gatherers, 0, len(r.regs))
+	for _, reg := range r.regs {
+		gs = append(gs, reg)
+	}
+	r.mu.Unlock()
+	return gs.Gather()
+}
+
+var errNoLocalZK = errors.New("sandbox: stop-zk needs the sandbox's own ZooKeeper (it was started with --zk)")

@@ -1,0 +1,201 @@
+package sandbox
+
+import (
+	"strings"
+	"time"
+
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+const (
+	primary = pipeline.SidePrimary
+	standby = pipeline.SideStandby
+)
+
+func scenarios() []scenario {
+	return []scenario{
+		{name: "failover", summary: "the primary budget enforcer stalls: budget moves to standby within a window or two, and returns only after the grace period once healed", run: failover},
+		{name: "cluster-outage", summary: "the primary Kafka cluster goes away: every service moves to standby; when it is back and has caught up, traffic returns after the grace period, and no money is lost on either side", run: clusterOutage},
+		{name: "flap", summary: "the primary pacer alternates stalled and healthy: exactly one switch away, no switch back while it flaps, a return after the grace period once steady", run: flapScenario},
+		{name: "upstream-loss", summary: "traffic stops upstream of both sides (no switch); then the link to primary is cut for longer than its ingest buffer holds (failover, and primary's shortfall equals exactly what was not delivered)",
+			options: func(o *Options) { o.IngestBuffer = 300 }, run: upstreamLoss},
+		{name: "zk-outage", summary: "ZooKeeper goes away: the read side keeps its last snapshot, the monitors keep deciding; a stall during the outage is published once ZooKeeper is back", run: zkOutage},
+		{name: "monitor-failover", summary: "the leading monitor crashes during a grace period: the other replica takes over within the session timeout and continues the grace clock, neither losing nor reversing the decision",
+			timing: func(t *Timing) { t.Grace = 24 * time.Second }, run: monitorFailover},
+		{name: "crash-restart", summary: "pipeline instances die abruptly and restart (the primary aggregator, then the standby budget enforcer): state comes back from the changelogs and every campaign's spend stays exact", run: crashRestart},
+	}
+}
+
+func failover(r *run) {
+	r.steady("both sides healthy before the fault")
+	f := r.inject(FaultSpec{Kind: FaultStall, Service: pipeline.StageBudget, Side: primary})
+	start := time.Now()
+	took, ok := r.waitFor(r.switchWithin(), r.allOn(standby, pipeline.StageBudget))
+	r.check("budget switches to standby", ok, "after %s (limit %s: the window catching the stall, then publication)", took.Round(100*time.Millisecond), r.switchWithin())
+	if sel := r.s.sel.Snapshot().Selection(svcOf(pipeline.StageBudget)); sel != nil {
+		r.check("the switch says why", strings.Contains(sel.Reason, "input_rate_low") || strings.Contains(sel.Reason, "input rate"), "reason: %s", sel.Reason)
+	}
+	_, ok = r.holds(r.window(2), r.allOn(primary, pipeline.StagePacer, pipeline.StageBidder))
+	r.check("pacer and bidder stay on primary", ok, "only the stalled service moves")
+	r.sleep(r.window(1))
+	healed := time.Now()
+	r.heal(f)
+	r.returnsAfterGrace(pipeline.StageBudget, healed)
+	r.check("exactly two switches", r.switches(pipeline.StageBudget, start) == 2, "budget switched %d times (away and back)", r.switches(pipeline.StageBudget, start))
+}
+
+// returnsAfterGrace checks that service returns to primary, and that it
+// waited the grace period after the primary's last unhealthy window (the
+// monitor's verdict, which the timeline records within a third of a window).
+func (r *run) returnsAfterGrace(service string, healed time.Time) {
+	r.returnsAfterGraceWithin(service, healed, r.t.Grace+r.window(3)+5*time.Second)
+}
+
+func (r *run) returnsAfterGraceWithin(service string, healed time.Time, limit time.Duration) {
+	_, ok := r.waitFor(limit, r.allOn(primary, service))
+	back := time.Now()
+	r.check(service+" returns to primary", ok, "%s after the heal (limit %s)", back.Sub(healed).Round(100*time.Millisecond), limit)
+	if !ok {
+		return
+	}
+	lastBad := healed
+	for _, e := range r.s.events.since(healed.Add(-r.t.Grace)) {
+		if e.Kind == EventVerdict && e.Service == service && e.Side == primary && strings.HasPrefix(e.Detail, "unhealthy") && e.At.Before(back) {
+			lastBad = e.At
+		}
+	}
+	waited := back.Sub(lastBad)
+	r.check(service+" waited for the grace period", waited >= r.t.Grace-r.window(0.5),
+		"returned %s after the primary's last unhealthy window (grace %s)", waited.Round(100*time.Millisecond), r.t.Grace)
+}
+
+func clusterOutage(r *run) {
+	r.steady("both sides healthy before the fault")
+	f := r.inject(FaultSpec{Kind: FaultStopCluster, Side: primary})
+	limit := r.switchWithin() + r.t.SampleInterval*3
+	took, ok := r.waitFor(limit, r.allOn(standby))
+	r.check("every service switches to standby", ok, "after %s (limit %s: no heartbeat for 3 sample intervals, then a window)", took.Round(100*time.Millisecond), limit)
+	_, ok = r.holds(r.window(3), r.allOn(standby))
+	r.check("the read side stays on standby during the outage", ok, "for %s", r.window(3))
+	healed := time.Now()
+	r.heal(f)
+	for _, svc := range pipeline.Services() {
+		r.returnsAfterGraceWithin(svc, healed, r.t.Grace+time.Minute)
+	}
+}
+
+func flapScenario(r *run) {
+	r.steady("both sides healthy before the fault")
+	period := r.window(2)
+	f := r.inject(FaultSpec{Kind: FaultFlap, Service: pipeline.StagePacer, Side: primary, Period: period.String()})
+	start := time.Now()
+	took, ok := r.waitFor(period+r.switchWithin(), r.allOn(standby, pipeline.StagePacer))
+	r.check("pacer switches to standby", ok, "after %s", took.Round(100*time.Millisecond))
+	flapFor := 8 * period
+	_, ok = r.holds(flapFor, r.allOn(standby, pipeline.StagePacer))
+	r.check("no switch back while the primary flaps", ok && r.switches(pipeline.StagePacer, start) == 1,
+		"%d switch(es) in %s of flapping (stalled %s, healthy %s, over and over)", r.switches(pipeline.StagePacer, start), flapFor+took, period, period)
+	healed := time.Now()
+	r.heal(f)
+	r.returnsAfterGrace(pipeline.StagePacer, healed)
+}
+
+func upstreamLoss(r *run) {
+	r.steady("both sides healthy before the fault")
+	// Upstream traffic stops on both sides: an upstream change, not a
+	// pipeline fault.
+	start := time.Now()
+	r.event(EventInfo, "", "", "upstream traffic stops on both sides")
+	r.s.loadGen().setPaused(true)
+	_, ok := r.holds(r.window(4), r.allOn(primary))
+	r.s.loadGen().setPaused(false)
+	r.event(EventInfo, "", "", "upstream traffic resumes")
+	n := 0
+	for _, svc := range pipeline.Services() {
+		n += r.switches(svc, start)
+	}
+	r.check("no switch when both sides lose input together", ok && n == 0, "%d switches in %s without traffic", n, r.window(4))
+	r.steady("both sides healthy again")
+
+	// The link to primary is cut for longer than its buffer holds.
+	f := r.inject(FaultSpec{Kind: FaultCutIngest, Side: primary})
+	took, ok := r.waitFor(r.switchWithin(), r.allOn(standby))
+	r.check("every service switches to standby", ok, "after %s: primary's input stopped, standby's did not", took.Round(100*time.Millisecond))
+	r.sleep(r.window(2))
+	healed := time.Now()
+	r.heal(f)
+	lost := r.s.ingest.Stats()[primary].Lost
+	r.check("the cut outlasted primary's ingest buffer", lost > 0, "%d records lost for primary (buffer %d)", lost, r.s.opts.IngestBuffer)
+	_, ok = r.waitFor(r.t.Grace+r.window(3)+5*time.Second, r.allOn(primary))
+	r.check("every service returns to primary", ok, "%s after the link came back", time.Since(healed).Round(100*time.Millisecond))
+}
+
+func zkOutage(r *run) {
+	r.steady("both sides healthy before the fault")
+	zk := r.inject(FaultSpec{Kind: FaultStopZK})
+	stall := r.inject(FaultSpec{Kind: FaultStall, Service: pipeline.StageBudget, Side: primary})
+	_, ok := r.holds(r.window(4), r.allOn(primary))
+	r.check("the read side keeps its last snapshot", ok, "budget still reads from primary %s into the outage", r.window(4))
+	age := r.s.sel.Snapshot().ReadAt(svcOf(pipeline.StageBudget))
+	r.check("the snapshot ages", time.Since(age) >= r.window(4), "last read from ZooKeeper %s ago", time.Since(age).Round(100*time.Millisecond))
+	local := ""
+	if m := r.s.monitors.any(); m != nil {
+		for _, s := range m.Status().Services {
+			if s.Service == pipeline.StageBudget && s.Local != nil {
+				local = s.Local.Active
+			}
+		}
+	}
+	r.check("the monitors keep deciding without ZooKeeper", local == standby, "a replica's own decision for budget: %q", local)
+	back := time.Now()
+	r.heal(zk)
+	limit := r.t.ZKSession + r.window(2) + 5*time.Second
+	_, ok = r.waitFor(limit, r.allOn(standby, pipeline.StageBudget))
+	r.check("the decision is published once ZooKeeper is back", ok, "budget reads from standby %s after ZooKeeper returned (limit %s)",
+		time.Since(back).Round(100*time.Millisecond), limit)
+	healed := time.Now()
+	r.heal(stall)
+	r.returnsAfterGrace(pipeline.StageBudget, healed)
+}
+
+func monitorFailover(r *run) {
+	r.steady("both sides healthy before the fault")
+	stall := r.inject(FaultSpec{Kind: FaultStall, Service: pipeline.StageBudget, Side: primary})
+	start := time.Now()
+	_, ok := r.waitFor(r.switchWithin(), r.allOn(standby, pipeline.StageBudget))
+	r.check("budget switches to standby", ok, "before the leader is killed")
+	healed := time.Now()
+	r.heal(stall)
+	r.sleep(r.t.Grace / 2)
+	first, _ := r.s.monitors.leader()
+	kill := r.inject(FaultSpec{Kind: FaultKillLeader})
+	limit := r.t.ZKSession + r.window(1) + 3*time.Second
+	took, ok := r.waitFor(limit, func() bool { i, _ := r.s.monitors.leader(); return i >= 0 && i != first })
+	r.check("the other replica takes over", ok, "after %s (limit: session timeout %s + a window)", took.Round(100*time.Millisecond), r.t.ZKSession)
+	_, ok = r.holds(r.window(1), r.allOn(standby, pipeline.StageBudget))
+	r.check("the new leader does not reverse the decision at once", ok, "budget stays on standby after the takeover")
+	// The new leader continues the grace clock persisted with the selection:
+	// the return comes a grace period after the heal, not after the takeover.
+	limitAfter := r.t.Grace + r.window(3) + 2*time.Second
+	_, ok = r.waitFor(time.Until(healed.Add(limitAfter)), r.allOn(primary, pipeline.StageBudget))
+	after := time.Since(healed).Round(100 * time.Millisecond)
+	r.check("the grace clock survives the takeover", ok && after >= r.t.Grace, "budget returned %s after the heal (grace %s; a restarted clock would need %s after the takeover)",
+		after, r.t.Grace, r.t.Grace)
+	r.heal(kill)
+	r.check("no decision lost or reversed", r.switches(pipeline.StageBudget, start) == 2, "budget switched %d times (away and back)", r.switches(pipeline.StageBudget, start))
+}
+
+func crashRestart(r *run) {
+	r.steady("both sides healthy before the fault")
+	for _, k := range []struct{ stage, side string }{{pipeline.StageAggregator, primary}, {pipeline.StageBudget, standby}} {
+		before := r.s.stageEvents(k.side, k.stage)
+		r.inject(FaultSpec{Kind: FaultKillInstance, Service: k.stage, Side: k.side})
+		took, ok := r.waitFor(time.Minute, func() bool { return r.s.stageEvents(k.side, k.stage) > before+50 })
+		r.check(k.side+" "+k.stage+" restarts and consumes again", ok, "after %s", took.Round(100*time.Millisecond))
+		r.sleep(r.window(2))
+	}
+	// A restart may cost a window or two of input on that side; whatever the
+	// monitor decided meanwhile, the read side ends back on primary.
+	_, ok := r.waitFor(r.t.Grace+time.Minute, r.allOn(primary))
+	r.check("the read side ends on primary", ok, "every service reads from primary")
+}
