@@ -173,14 +173,30 @@ func ensureNode(conn *zk.Conn, p string, acl []zk.ACL, mode nodeMode, fix bool) 
 	return nil
 }
 
-func sameACL(a, b []zk.ACL) bool {
-	key := func(x zk.ACL) string { return fmt.Sprintf("%s:%s:%d", x.Scheme, x.ID, x.Perms) }
-	ka, kb := make([]string, len(a)), make([]string, len(b))
-	for i, x := range a {
-		ka[i] = key(x)
+// sameACL compares the ACL read from ZooKeeper (have) with the one wanted.
+// ZooKeeper hides the digest of a digest id ("oncall:x") from a client
+// without ADMIN permission on the node — the monitor on the override
+// directory, or any replica on what another replica just created — so a
+// hidden digest matches a wanted id of the same user.
+func sameACL(have, want []zk.ACL) bool {
+	key := func(x zk.ACL, hide bool) string {
+		id := x.ID
+		if x.Scheme == "digest" && hide {
+			user, _, _ := strings.Cut(id, ":")
+			id = user + ":x"
+		}
+		return fmt.Sprintf("%s:%s:%d", x.Scheme, id, x.Perms)
 	}
-	for i, x := range b {
-		kb[i] = key(x)
+	hidden := false
+	for _, x := range have {
+		hidden = hidden || (x.Scheme == "digest" && strings.HasSuffix(x.ID, ":x"))
+	}
+	ka, kb := make([]string, len(have)), make([]string, len(want))
+	for i, x := range have {
+		ka[i] = key(x, hidden)
+	}
+	for i, x := range want {
+		kb[i] = key(x, hidden)
 	}
 	slices.Sort(ka)
 	slices.Sort(kb)

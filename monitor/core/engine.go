@@ -94,6 +94,10 @@ func (e *Engine) Tick(now time.Time, overrides map[string]*znode.Override) (Eval
 	for _, stage := range pipeline.Stages() {
 		for _, side := range pipeline.Sides() {
 			self, other := e.windowOf(stats, stage, side, start, now), e.windowOf(stats, stage, pipeline.OtherSide(side), start, now)
+			if stage != pipeline.StageAggregator {
+				self.UpstreamLagP99Ms = e.windowOf(stats, pipeline.StageAggregator, side, start, now).LagP99Ms
+				other.UpstreamLagP99Ms = e.windowOf(stats, pipeline.StageAggregator, pipeline.OtherSide(side), start, now).LagP99Ms
+			}
 			ev.Verdicts = append(ev.Verdicts, Evaluate(e.cfg.Rules, Key{stage, side}, self, other))
 		}
 	}

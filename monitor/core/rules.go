@@ -64,15 +64,15 @@ func partitionsUncovered(r Rules, s WindowStats) (Reason, bool) {
 
 // inputRateLow: the side's QPS is below RateRatio × the other side's QPS,
 // judged only when the other side has at least RateReference QPS and is not
-// draining a backlog (its p99 lag at most CatchUpLag). Both sides low
-// together is a change of upstream traffic, not a fault; a side catching up
-// after a stall runs above the input rate for a while, which says nothing
-// about the other side.
+// draining a backlog (its p99 lag, and its aggregator's, at most
+// CatchUpLag). Both sides low together is a change of upstream traffic, not
+// a fault; a side catching up after a stall or an outage runs above the
+// input rate for a while, which says nothing about the other side.
 func inputRateLow(r Rules, self, other WindowStats, otherName string) (Reason, bool) {
 	if other.QPS < r.RateReference {
 		return Reason{}, false
 	}
-	if r.CatchUpLag > 0 && other.LagP99Ms > r.CatchUpLag.Milliseconds() {
+	if r.CatchUpLag > 0 && max(other.LagP99Ms, other.UpstreamLagP99Ms) > r.CatchUpLag.Milliseconds() {
 		return Reason{}, false
 	}
 	if threshold := r.RateRatio * other.QPS; self.QPS < threshold {

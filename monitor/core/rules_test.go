@@ -89,23 +89,25 @@ func TestRuleInputRateLow(t *testing.T) {
 		name        string
 		self, other float64
 		otherLagMs  int64
+		upstreamMs  int64
 		fails       bool
 		detail      string
 	}{
-		{"equal", 100, 100, 0, false, ""},
-		{"exactly half", 50, 100, 0, false, ""},
-		{"below half", 49.5, 100, 0, true, "qps 49.50 < 0.5 × standby qps 100.00"},
-		{"stopped", 0, 100, 0, true, "qps 0.00 < 0.5 × standby qps 100.00"},
-		{"both dropped together (upstream)", 10, 12, 0, false, ""},
-		{"other side below the reference", 0, 0.9, 0, false, ""},
-		{"other side at the reference", 0.4, 1, 0, true, "qps 0.40 < 0.5 × standby qps 1.00"},
-		{"other side dead", 100, 0, 0, false, ""},
-		{"other side draining a backlog (catch-up burst)", 40, 100, 5400, false, ""},
-		{"other side lagging but within catch_up_lag", 40, 100, 5000, true, "qps 40.00 < 0.5 × standby qps 100.00"},
+		{"equal", 100, 100, 0, 0, false, ""},
+		{"exactly half", 50, 100, 0, 0, false, ""},
+		{"below half", 49.5, 100, 0, 0, true, "qps 49.50 < 0.5 × standby qps 100.00"},
+		{"stopped", 0, 100, 0, 0, true, "qps 0.00 < 0.5 × standby qps 100.00"},
+		{"both dropped together (upstream)", 10, 12, 0, 0, false, ""},
+		{"other side below the reference", 0, 0.9, 0, 0, false, ""},
+		{"other side at the reference", 0.4, 1, 0, 0, true, "qps 0.40 < 0.5 × standby qps 1.00"},
+		{"other side dead", 100, 0, 0, 0, false, ""},
+		{"other side draining a backlog (catch-up burst)", 40, 100, 5400, 0, false, ""},
+		{"other side lagging but within catch_up_lag", 40, 100, 5000, 0, true, "qps 40.00 < 0.5 × standby qps 100.00"},
+		{"other side's aggregator draining a backlog", 40, 100, 5, 9000, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			self, other := window(), window()
-			self.QPS, other.QPS, other.LagP99Ms = tc.self, tc.other, tc.otherLagMs
+			self.QPS, other.QPS, other.LagP99Ms, other.UpstreamLagP99Ms = tc.self, tc.other, tc.otherLagMs, tc.upstreamMs
 			reason, fails := inputRateLow(r, self, other, "standby")
 			if fails != tc.fails || reason.Detail != tc.detail {
 				t.Fatalf("got %v %q, want %v %q", fails, reason.Detail, tc.fails, tc.detail)

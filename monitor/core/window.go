@@ -67,6 +67,11 @@ type WindowStats struct {
 	// LagP99Ms is the merged p99: the upper bound of the histogram bucket
 	// holding it, capped by LagMaxMs (the p99 is never above the max).
 	LagP99Ms int64
+	// UpstreamLagP99Ms is, for a service, the same side's aggregator p99
+	// lag in the same window (set by the Engine): an aggregator draining a
+	// backlog floods its side's services with SpendEvents whose own lag is
+	// small, because they were just emitted.
+	UpstreamLagP99Ms int64
 	// LastSample is when the latest sample of this (service, side) arrived,
 	// in any window; zero if none ever did.
 	LastSample time.Time
