@@ -31,7 +31,7 @@ func (s *Sandbox) startHTTP(ctx context.Context) error {
 	mux.HandleFunc("DELETE /api/v1/faults/{id}", s.deleteFault)
 	mux.HandleFunc("GET /api/v1/sandbox", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.State()) })
 	mux.HandleFunc("GET /api/v1/events", s.getEvents)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.regs, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.regs, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 
 	l, err := net.Listen("tcp", s.opts.HTTP)
 	if err != nil {

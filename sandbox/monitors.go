@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/pipeline"
 )
@@ -44,8 +46,11 @@ func (r *replicas) start(ctx context.Context) error {
 func (r *replicas) startReplica(i int) error {
 	s := r.s
 	cfg := s.monitorConfig(i)
-	m, err := monitor.New(monitor.Options{Config: cfg, Logger: s.log.With("component", "monitor", "replica", cfg.ID),
-		Registerer: s.regs.add(fmt.Sprintf("monitor-%d", i+1))})
+	// Both replicas register the same metrics in one process: the sandbox's
+	// /metrics tells them apart by instance, as a scrape of two processes would.
+	reg := s.regs.add(fmt.Sprintf("monitor-%d", i+1))
+	m, err := monitor.New(monitor.Options{Config: cfg, Logger: s.log,
+		Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"instance": cfg.ID}, reg), Gatherer: reg})
 	if err != nil {
 		return err
 	}

@@ -341,7 +341,7 @@ func (s *Sandbox) startPipelines(context.Context) error {
 			Storage: statestore.Config{Backend: statestore.BackendMemory},
 			Window:  t.AggWindow, Lateness: t.AggLateness, IdleClose: t.AggWindow,
 			SampleInterval: t.SampleInterval,
-			Logger:         s.log.With("component", "pipeline"), Registerer: reg,
+			Logger:         s.log, Registerer: reg,
 		})
 		if err != nil {
 			return err
@@ -424,7 +424,7 @@ func (s *Sandbox) monitorConfig(i int) monitor.Config {
 
 func (s *Sandbox) startReadSide(ctx context.Context) error {
 	reg := s.regs.add("read-side")
-	log := s.log.With("component", "selector")
+	log := s.log
 	sel, err := selector.New([]string{s.zkAddr}, selector.WithRoot(s.opts.ZKRoot), selector.WithDefaultSide(selector.Primary),
 		selector.WithSessionTimeout(s.opts.Timing.ZKSession), selector.WithLogger(log), selector.WithRegisterer(reg))
 	if err != nil {

@@ -62,7 +62,7 @@ func ScenarioSummary(name string) string {
 // the scenario to its end, heals its faults, compares every campaign's spend
 // on each side with the load generator's ground truth, and stops the
 // sandbox. progress, if set, sees every timeline event as it happens.
-func RunScenario(ctx context.Context, name string, o Options, progress func(Event, time.Time)) (Result, error) {
+func RunScenario(ctx context.Context, name string, o Options, progress func(Event, time.Time), ready func(Addresses)) (Result, error) {
 	i := slices.IndexFunc(scenarios(), func(sc scenario) bool { return sc.name == name })
 	if i < 0 {
 		return Result{}, fmt.Errorf("sandbox: no scenario %q (%s)", name, strings.Join(ScenarioNames(), ", "))
@@ -93,11 +93,18 @@ func RunScenario(ctx context.Context, name string, o Options, progress func(Even
 		sb.events.notify = func(e Event) { progress(e, start) }
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	ready := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- sb.Run(sctx, func(Addresses) { close(ready) }) }()
+	up := make(chan struct{})
+	go func() {
+		done <- sb.Run(sctx, func(a Addresses) {
+			if ready != nil {
+				ready(a)
+			}
+			close(up)
+		})
+	}()
 	select {
-	case <-ready:
+	case <-up:
 	case err := <-done:
 		cancel()
 		if err == nil {

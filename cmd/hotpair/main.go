@@ -31,6 +31,7 @@ var commands = []command{
 	{"status", "show every service's active side, why, each side's verdict and overrides, from ZooKeeper", runStatus},
 	{"override", "pin a service to a side until an expiry ('set'), or end the pin ('clear')", runOverride},
 	{"sandbox", "run the whole system in one process, inject faults, run failure scenarios", runSandbox},
+	{"fault", "inject, heal and list faults in a running sandbox", runFault},
 	{"zookeeper", "run a local Apache ZooKeeper server on a free loopback port (development)", runZookeeper},
 	{"replay", "record, inspect, retime and play topic traffic; verify a candidate pipeline build", runReplay},
 	{"version", "print the build version", runVersion},

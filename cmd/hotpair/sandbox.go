@@ -41,7 +41,7 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	opts := sandbox.Options{ZK: *zk, ZKRoot: *zkRoot, HTTP: *httpAddr, Campaigns: *campaigns, QPS: *qps, Day: *day,
 		Insecure: *insecure, Logger: a.logger}
 	if *scenario != "" {
-		return runScenario(ctx, a, fs, *scenario, opts, *asJSON)
+		return runScenario(ctx, a, fs, *scenario, opts, *asJSON, *addrFile)
 	}
 	opts.Timing = sandbox.DemoTiming()
 	opts.Timing.Window, opts.Timing.Grace = *window, *grace
@@ -51,12 +51,7 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	}
 	err = sb.Run(ctx, func(addr sandbox.Addresses) {
 		printAddresses(a, addr)
-		if *addrFile != "" {
-			b, _ := json.MarshalIndent(addr, "", "  ")
-			if err := os.WriteFile(*addrFile, append(b, '\n'), 0o600); err != nil {
-				fmt.Fprintln(a.stderr, "hotpair sandbox: --addr-file:", err)
-			}
-		}
+		writeAddrFile(a, *addrFile, addr)
 	})
 	if err != nil {
 		fmt.Fprintln(a.stderr, "hotpair sandbox:", err)
@@ -82,7 +77,7 @@ func printAddresses(a *app, addr sandbox.Addresses) {
 	fmt.Fprintf(w, "\nCtrl-C stops everything.\n")
 }
 
-func runScenario(ctx context.Context, a *app, fs *flag.FlagSet, name string, opts sandbox.Options, asJSON bool) int {
+func runScenario(ctx context.Context, a *app, fs *flag.FlagSet, name string, opts sandbox.Options, asJSON bool, addrFile string) int {
 	if !sandbox.HasScenario(name) {
 		fmt.Fprintf(a.stderr, "hotpair sandbox: no scenario %q; scenarios: %s\n\n", name, strings.Join(sandbox.ScenarioNames(), ", "))
 		fs.Usage()
@@ -95,7 +90,7 @@ func runScenario(ctx context.Context, a *app, fs *flag.FlagSet, name string, opt
 	if !asJSON {
 		progress = func(e sandbox.Event, start time.Time) { fmt.Fprintln(a.stdout, e.String(start)) }
 	}
-	res, err := sandbox.RunScenario(ctx, name, opts, progress)
+	res, err := sandbox.RunScenario(ctx, name, opts, progress, func(addr sandbox.Addresses) { writeAddrFile(a, addrFile, addr) })
 	if err != nil {
 		fmt.Fprintln(a.stderr, "hotpair sandbox:", err)
 		return 1
@@ -122,4 +117,14 @@ func runScenario(ctx context.Context, a *app, fs *flag.FlagSet, name string, opt
 		return 1
 	}
 	return 0
+}
+
+func writeAddrFile(a *app, path string, addr sandbox.Addresses) {
+	if path == "" {
+		return
+	}
+	b, _ := json.MarshalIndent(addr, "", "  ")
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		fmt.Fprintln(a.stderr, "hotpair sandbox: --addr-file:", err)
+	}
 }

@@ -1,0 +1,225 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/internal/testbin"
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor"
+	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/sandbox"
+)
+
+// TestSandboxAsAUserChecksIt walks through the acceptance of the interactive
+// sandbox: it comes up and prints its addresses; an external Kafka client's
+// record is processed; any ZooKeeper client reads the selection, but cannot
+// change it (ACLs are on by default); one command stalls the primary budget
+// enforcer and `hotpair status` shows the switch with its reason; after the
+// heal, traffic returns only once the grace period has passed; the operator
+// credentials of the address file work for `hotpair override`; Ctrl-C stops
+// everything and leaves nothing listening.
+func TestSandboxAsAUserChecksIt(t *testing.T) {
+	bin := testbin.Hotpair(t)
+	dir := t.TempDir()
+	addrFile := filepath.Join(dir, "addr.json")
+	const window, grace = 6 * time.Second, 15 * time.Second
+	cmd := exec.Command(bin, "sandbox", "--http", "127.0.0.1:0", "--addr-file", addrFile, "--campaigns", "12", "--qps", "120",
+		"--window", window.String(), "--grace", grace.String())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("sandbox stdout:\n%s\nstderr tail:\n%s", out.String(), tail(errOut.String()))
+		}
+	}()
+	a := waitAddresses(t, addrFile, exited)
+	if !strings.Contains(out.String(), "on-call page") || !strings.Contains(out.String(), a.ZK) {
+		t.Errorf("the sandbox did not print its addresses:\n%s", out.String())
+	}
+
+	// An external Kafka client attaches to the printed brokers.
+	cl := kafkatest.Client(t, a.PrimaryBrokers)
+	ev := fmt.Sprintf(`{"v":1,"id":"external-1","type":"click","campaign":"external-camp","advertiser":"ext","price_micros":4242,"ts":%q}`,
+		time.Now().UTC().Format(time.RFC3339Nano))
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "ad-events", Key: []byte("external-camp"), Value: []byte(ev)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the external record processed", func() bool {
+		v, ok := kafkatest.Latest(t, a.PrimaryBrokers, "budget-status")["external-camp"]
+		if !ok {
+			return false
+		}
+		st, err := pipeline.DecodeBudgetStatus(v)
+		return err == nil && st.SpentLifetimeMicros == 4242 && st.Status == pipeline.StatusNoBudget
+	})
+
+	// Any ZooKeeper client reads the selection; without the monitor's
+	// identity it cannot change it.
+	conn, _, err := zk.Connect([]string{a.ZK}, 5*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	paths := znode.NewPaths(a.ZKRoot)
+	b, _, err := conn.Get(paths.Selection(pipeline.StageBudget))
+	if err != nil {
+		t.Fatalf("reading the selection znode: %v", err)
+	}
+	if sel, err := znode.DecodeSelection(b); err != nil || sel.Active != pipeline.SidePrimary {
+		t.Fatalf("selection %s: %v", b, err)
+	}
+	if _, err := conn.Set(paths.Selection(pipeline.StageBudget), []byte(`{"v":1,"active":"standby"}`), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("an anonymous client changed the selection: %v", err)
+	}
+
+	// One command stalls the primary budget enforcer.
+	id := strings.TrimSpace(run(t, bin, "fault", "inject", "--http", a.HTTP, "stall", "--service", "budget", "--side", "primary"))
+	injected := time.Now()
+	var reason string
+	eventually(t, 2*window+5*time.Second, "budget on standby in hotpair status", func() bool {
+		sel := statusOf(t, bin, a, pipeline.StageBudget)
+		if sel == nil || sel.Active != pipeline.SideStandby {
+			return false
+		}
+		reason = sel.Reason
+		return true
+	})
+	t.Logf("switched to standby %s after the stall: %s", time.Since(injected).Round(100*time.Millisecond), reason)
+	if !strings.Contains(reason, "input_rate_low") {
+		t.Errorf("the switch's reason does not name the failing rule: %s", reason)
+	}
+	page := get(t, "http://"+a.HTTP+"/")
+	if !strings.Contains(page, "STANDBY") || !strings.Contains(page, "input_rate_low") {
+		t.Errorf("the on-call page does not show the switch and its reason")
+	}
+
+	// Healed, the primary must stay healthy for the grace period first.
+	run(t, bin, "fault", "heal", "--http", a.HTTP, id)
+	healed := time.Now()
+	eventually(t, grace+3*window+10*time.Second, "budget back on primary", func() bool {
+		sel := statusOf(t, bin, a, pipeline.StageBudget)
+		return sel != nil && sel.Active == pipeline.SidePrimary
+	})
+	if back := time.Since(healed); back < grace {
+		t.Errorf("traffic returned %s after the heal, before the grace period %s", back, grace)
+	}
+
+	// The operator credentials of the address file work for overrides.
+	run(t, bin, "override", "set", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--auth", a.OperatorAuth,
+		"--service", "pacer", "--side", "standby", "--for", "1m", "--reason", "integration test")
+	eventually(t, 10*time.Second, "the override applied", func() bool {
+		sel := statusOf(t, bin, a, pipeline.StagePacer)
+		return sel != nil && sel.Active == pipeline.SideStandby && sel.Override != nil
+	})
+	run(t, bin, "override", "clear", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--auth", a.OperatorAuth, "--service", "pacer", "--reason", "done")
+
+	// Ctrl-C stops everything.
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the sandbox exited with %v after SIGINT", err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("the sandbox did not stop within 90s of SIGINT")
+	}
+	nothingListens(t, addrFile)
+}
+
+func waitAddresses(t *testing.T, file string, exited <-chan error) sandbox.Addresses {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			t.Fatalf("the sandbox exited before it was ready: %v", err)
+		default:
+		}
+		if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
+			var a sandbox.Addresses
+			if err := json.Unmarshal(b, &a); err == nil {
+				return a
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatal("the sandbox wrote no address file within 3 minutes")
+	return sandbox.Addresses{}
+}
+
+func run(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hotpair %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// statusOf returns a service's selection as `hotpair status --json` shows it.
+func statusOf(t *testing.T, bin string, a sandbox.Addresses, service string) *znode.Selection {
+	t.Helper()
+	out, err := exec.Command(bin, "status", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--json").Output()
+	if err != nil {
+		return nil
+	}
+	var st monitor.Status
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("hotpair status --json: %v\n%s", err, out)
+	}
+	for _, s := range st.Services {
+		if s.Service == service {
+			return s.Selection
+		}
+	}
+	return nil
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s within %s", what, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
