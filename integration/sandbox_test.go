@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,7 +41,7 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	const window, grace = 6 * time.Second, 15 * time.Second
 	cmd := exec.Command(bin, "sandbox", "--http", "127.0.0.1:0", "--addr-file", addrFile, "--campaigns", "12", "--qps", "120",
 		"--window", window.String(), "--grace", grace.String())
-	var out, errOut bytes.Buffer
+	var out, errOut testbin.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

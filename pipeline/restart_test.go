@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -20,7 +19,7 @@ import (
 type pipelineProcess struct {
 	t    *testing.T
 	cmd  *exec.Cmd
-	out  bytes.Buffer
+	out  testbin.Buffer
 	done chan struct{}
 }
 
