@@ -158,7 +158,7 @@ func TestVerifyConfig(t *testing.T) {
 		"bad-negative-cpu.yml":       "thresholds.cpu_increase",
 		"bad-throughput-drop.yml":    "thresholds.throughput_drop",
 		"bad-negative-settle.yml":    "settle",
-		"bad-duration-no-unit.yml":   `line 1: "600" is not a duration`, // yamlconf names the line of a bad duration
+		"bad-duration-no-unit.yml":   `key timeout (line 1): "600" is not a duration`,
 		"bad-negative-lag-slack.yml": "thresholds.lag_p99_slack",
 	} {
 		_, err := LoadVerifyConfig(filepath.Join("testdata", file))

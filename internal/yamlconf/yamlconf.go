@@ -41,11 +41,12 @@ func Decode(b []byte, out any) error {
 	if err == nil || errors.Is(err, io.EOF) {
 		return nil
 	}
+	keys := keyLines(&root)
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return err
+		// A field's own UnmarshalYAML (Duration) reports "line N: ...".
+		return errors.New(nameKey(err.Error(), keys))
 	}
-	keys := keyLines(&root)
 	msgs := make([]string, 0, len(te.Errors))
 	for _, m := range te.Errors {
 		msgs = append(msgs, nameKey(m, keys))

@@ -16,7 +16,7 @@ type cfg struct {
 func TestDecodeNamesTheKey(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"unknown key", "side: primary\nnested:\n  windwo: 10s\n", "key nested.windwo (line 3): unknown key"},
-		{"bad duration", "nested:\n  window: 10x\n", `"10x" is not a duration`},
+		{"bad duration", "nested:\n  window: 10x\n", `key nested.window (line 2): "10x" is not a duration`},
 		{"wrong type", "nested:\n  count: many\n", "key nested.count (line 2): cannot unmarshal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

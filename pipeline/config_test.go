@@ -1,0 +1,64 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfigEveryKey(t *testing.T) {
+	c, err := LoadConfig("testdata/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o := c.Options()
+	switch {
+	case o.Side != SideStandby || o.Instance != "b-1" || len(o.Brokers) != 2 || o.TopicPrefix != "prod.":
+		t.Fatalf("identity: %+v", o)
+	case o.Partitions != 16 || o.Replication != 3 || o.CreateTopics:
+		t.Fatalf("topics: %+v", o)
+	case strings.Join(o.Stages, ",") != "budget,pacer" || o.Storage.Dir != "/var/lib/hotpair":
+		t.Fatalf("stages/storage: %+v", o)
+	case o.Window != 20*time.Second || o.Lateness != 10*time.Second || o.MaxFuture != 30*time.Minute || o.IdleClose != 30*time.Second:
+		t.Fatalf("aggregator: %+v", o)
+	case o.Pacer.MinRate != 0.02 || o.Bidder.MaxMultiplier != 1.5 || o.SampleInterval != 5*time.Second:
+		t.Fatalf("controllers: %+v", o)
+	}
+	if _, err := New(o); err != nil {
+		t.Fatalf("a valid config's options: %v", err)
+	}
+}
+
+// Every testdata/bad-*.yml is rejected with an error naming the key; its
+// first line says "# want: <substring>".
+func TestConfigRejects(t *testing.T) {
+	files, _ := filepath.Glob("testdata/bad-*.yml")
+	if len(files) < 10 {
+		t.Fatalf("only %d bad configs", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(string(b), "\n")
+			want, ok := strings.CutPrefix(first, "# want: ")
+			if !ok {
+				t.Fatal("first line must be '# want: ...'")
+			}
+			c, err := LoadConfig(f)
+			if err == nil {
+				err = c.Validate()
+			}
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v, want an error containing %q", err, want)
+			}
+		})
+	}
+}
