@@ -16,6 +16,7 @@ import (
 
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/pipeline"
 )
@@ -195,34 +196,8 @@ func (r *replica) metric(t testing.TB, name string, labels ...string) float64 {
 
 func gathered(t testing.TB, g prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for i := 0; i+1 < len(labels); i += 2 {
-				if have[labels[i]] != labels[i+1] {
-					continue series
-				}
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue()
-			case m.Counter != nil:
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	v, _ := metricvalue.Get(g, name, labels...)
+	return v
 }
 
 // selectionWatcher records every version of one service's selection, from

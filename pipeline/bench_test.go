@@ -14,6 +14,7 @@ import (
 
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -63,18 +64,8 @@ func rawConsume(b *testing.B, brokers []string, topic string, want int) time.Dur
 }
 
 func counter(g prometheus.Gatherer, name, service string) float64 {
-	mfs, _ := g.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if label(m, "service") == service {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	v, _ := metricvalue.Get(g, name, "service", service)
+	return v
 }
 
 // BenchmarkEndToEnd measures events per second through the aggregator and

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/internal/metricvalue"
 )
 
 // TestClosedClusterDoesNotPauseTheOtherSide streams ad events to both sides
@@ -92,29 +92,6 @@ func TestClosedClusterDoesNotPauseTheOtherSide(t *testing.T) {
 }
 
 func aggregatorEvents(t *testing.T, g prometheus.Gatherer) float64 {
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Error(err)
-		return 0
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "hotpair_stage_events_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if label(m, "service") == StageAggregator {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
+	v, _ := metricvalue.Get(g, "hotpair_stage_events_total", "service", StageAggregator)
+	return v
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/selector"
 )
 
@@ -53,20 +54,6 @@ func svcOf(name string) selector.Service {
 
 // stageEvents is how many input records a stage of a side has received.
 func (s *Sandbox) stageEvents(side, stage string) float64 {
-	mfs, _ := s.regs.Gather() // what gathered, even if a part failed
-	for _, mf := range mfs {
-		if mf.GetName() != "hotpair_stage_events_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["service"] == stage && labels["side"] == side {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	v, _ := metricvalue.Get(s.regs, "hotpair_stage_events_total", "service", stage, "side", side)
+	return v
 }

@@ -1,0 +1,148 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/zkserver"
+)
+
+func TestParseSpec(t *testing.T) {
+	for _, tc := range []struct {
+		spec FaultSpec
+		want string // "" = valid
+	}{
+		{FaultSpec{Kind: FaultStall, Service: "budget", Side: "primary"}, ""},
+		{FaultSpec{Kind: FaultStall, Service: "aggregator", Side: "standby", For: "30s"}, ""},
+		{FaultSpec{Kind: FaultLag, Side: "primary", Lag: "90s"}, ""},
+		{FaultSpec{Kind: FaultStopZK}, ""},
+		{FaultSpec{Kind: FaultKillLeader}, ""},
+		{FaultSpec{Kind: FaultFlap, Service: "pacer", Side: "primary", Period: "6s"}, ""},
+		{FaultSpec{Kind: "meteor"}, `kind "meteor" is not one of`},
+		{FaultSpec{Kind: FaultStall, Service: "budget"}, "stall needs --side"},
+		{FaultSpec{Kind: FaultStall, Side: "primary", Service: "enforcer"}, "stall needs --service"},
+		{FaultSpec{Kind: FaultLag, Side: "primary"}, "lag needs --lag"},
+		{FaultSpec{Kind: FaultStall, Service: "budget", Side: "primary", For: "soon"}, `for "soon" is not a positive duration`},
+		{FaultSpec{Kind: FaultStopZK, Side: "primary"}, "stop-zk takes no --side or --service"},
+	} {
+		_, err := parseSpec(tc.spec, time.Second)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.spec, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrBadFault)):
+			t.Errorf("%+v: got %v, want an ErrBadFault containing %q", tc.spec, err, tc.want)
+		}
+	}
+}
+
+// TestFaultAPI runs a small sandbox in the test process (under the race
+// detector in the test command) and exercises the fault API's contract.
+func TestFaultAPI(t *testing.T) {
+	if err := zkserver.Installed(); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := New(Options{HTTP: "127.0.0.1:0", Campaigns: 6, QPS: 40, Timing: ScenarioTiming()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan Addresses, 1)
+	done := make(chan error, 1)
+	go func() { done <- sb.Run(ctx, func(a Addresses) { ready <- a }) }()
+	var a Addresses
+	select {
+	case a = <-ready:
+	case err := <-done:
+		t.Fatalf("the sandbox did not start: %v", err)
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the sandbox did not start within 3 minutes")
+	}
+	base := "http://" + a.HTTP
+	if a.OperatorAuth == "" || len(a.PrimaryBrokers) == 0 || len(a.StandbyBrokers) == 0 || a.ZK == "" {
+		t.Fatalf("incomplete addresses: %+v", a)
+	}
+
+	call := func(method, path, body string, wantCode int, out any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != wantCode {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, wantCode)
+		}
+		if out != nil {
+			if err := json.NewDecoder(bytes.NewReader(b)).Decode(out); err != nil {
+				t.Fatalf("%s %s: %v: %s", method, path, err, b)
+			}
+		}
+	}
+	call("POST", "/api/v1/faults", `{"kind":"meteor"}`, http.StatusBadRequest, nil)
+	call("POST", "/api/v1/faults", `{"kind":"stall","service":"budget"}`, http.StatusBadRequest, nil)
+	call("POST", "/api/v1/faults", `{"kind":"stall","service":"budget","side":"primary","typo":1}`, http.StatusBadRequest, nil)
+	var f Fault
+	call("POST", "/api/v1/faults", `{"kind":"stall","service":"budget","side":"primary"}`, http.StatusCreated, &f)
+	if f.ID == "" || !f.Active() {
+		t.Fatalf("injected fault %+v", f)
+	}
+	call("POST", "/api/v1/faults", `{"kind":"stall","service":"budget","side":"primary"}`, http.StatusBadRequest, nil) // already in force
+	var kill Fault
+	call("POST", "/api/v1/faults", `{"kind":"kill-instance","service":"pacer","side":"standby"}`, http.StatusCreated, &kill)
+	if kill.Active() {
+		t.Fatalf("kill-instance is over once done: %+v", kill)
+	}
+	var list []Fault
+	call("GET", "/api/v1/faults", "", http.StatusOK, &list)
+	if len(list) != 2 || !list[0].Active() {
+		t.Fatalf("fault list %+v", list)
+	}
+	var healed Fault
+	call("DELETE", "/api/v1/faults/"+f.ID, "", http.StatusOK, &healed)
+	if healed.Active() {
+		t.Fatalf("healed fault still active: %+v", healed)
+	}
+	call("DELETE", "/api/v1/faults/f99", "", http.StatusNotFound, nil)
+	var st State
+	call("GET", "/api/v1/sandbox", "", http.StatusOK, &st)
+	if st.Active["budget"] == "" || st.Leader == "" || len(st.Events) == 0 {
+		t.Fatalf("sandbox state %+v", st)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`hotpair_stage_events_total{role="live",service="aggregator",side="standby"}`, `instance="sandbox-monitor-2"`, "hotpair_ingest_delivered_total"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("the sandbox did not stop within 90s")
+	}
+	for _, addr := range append([]string{a.ZK, a.HTTP}, a.PrimaryBrokers...) {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still listening after Run returned", addr)
+		}
+	}
+}
