@@ -62,3 +62,25 @@ func TestConfigRejects(t *testing.T) {
 		})
 	}
 }
+
+// The example configs in deploy/examples stay valid.
+func TestDeployExamples(t *testing.T) {
+	files, _ := filepath.Glob("../deploy/examples/pipeline-*.yml")
+	if len(files) != 2 {
+		t.Fatalf("want the primary and standby examples, found %v", files)
+	}
+	sides := map[string]bool{}
+	for _, f := range files {
+		c, err := LoadConfig(f)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		sides[c.Side] = true
+	}
+	if !sides[SidePrimary] || !sides[SideStandby] {
+		t.Fatalf("the examples cover sides %v", sides)
+	}
+}

@@ -36,6 +36,7 @@ type campaign struct {
 // throttled one serves less.
 type loadGen struct {
 	campaigns []campaign
+	byID      map[string]*campaign
 	cum       []float64 // cumulative weights
 	qps       float64   // ad requests per second at the curve's mean
 	day       time.Duration
@@ -119,10 +120,12 @@ func newLoadGen(cs []campaign, qps float64, day time.Duration, prefix string, in
 	g := &loadGen{campaigns: cs, qps: qps, day: day, prefix: prefix, in: in, sel: sel, ret: ret,
 		rng: rand.New(rand.NewPCG(seed, 11)), truth: make(map[string]int64),
 		lost: map[string]map[string]int64{}, lostRecs: map[string]int64{}}
+	g.byID = make(map[string]*campaign, len(cs))
 	sum := 0.0
-	for _, c := range cs {
+	for i, c := range cs {
 		sum += c.Weight
 		g.cum = append(g.cum, sum)
+		g.byID[c.ID] = &g.campaigns[i]
 	}
 	return g
 }
@@ -210,13 +213,7 @@ func (g *loadGen) request(now time.Time) {
 }
 
 func (g *loadGen) emit(now time.Time, c selector.Candidate) {
-	var cp *campaign
-	for i := range g.campaigns {
-		if g.campaigns[i].ID == c.Campaign {
-			cp = &g.campaigns[i]
-			break
-		}
-	}
+	cp := g.byID[c.Campaign]
 	typ, price := pipeline.EventImpression, float64(cp.PriceMicros)
 	if g.rng.Float64() < 0.1 {
 		typ, price = pipeline.EventClick, 5*price
