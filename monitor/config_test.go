@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/internal/yamlconf"
 	"github.com/hotpair/hotpair/internal/zkutil"
 )
 
@@ -41,33 +42,13 @@ func TestMinimalConfigGetsDefaults(t *testing.T) {
 
 // Every rejected case has its file; the error names the key and the fix.
 func TestBadConfigs(t *testing.T) {
-	files, _ := filepath.Glob("testdata/bad-*.yml")
-	if len(files) < 20 {
-		t.Fatalf("only %d bad configs", len(files))
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".yml"), func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, _, _ := strings.Cut(string(b), "\n")
-			want, ok := strings.CutPrefix(first, "# want: ")
-			if !ok {
-				t.Fatalf("%s does not start with '# want: <error text>'", f)
-			}
-			_, err = LoadConfig(f)
-			if err == nil {
-				t.Fatalf("accepted")
-			}
-			if !errors.Is(err, ErrConfig) {
-				t.Fatalf("error does not wrap ErrConfig: %v", err)
-			}
-			if !strings.Contains(err.Error(), want) {
-				t.Fatalf("error %q does not contain %q", err, want)
-			}
-		})
-	}
+	yamlconf.CheckBadConfigs(t, "testdata/bad-*.yml", 20, func(path string) error {
+		_, err := LoadConfig(path)
+		if err != nil && !errors.Is(err, ErrConfig) {
+			t.Errorf("error does not wrap ErrConfig: %v", err)
+		}
+		return err
+	})
 }
 
 func TestAuthFile(t *testing.T) {

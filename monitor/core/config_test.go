@@ -3,10 +3,11 @@ package core
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hotpair/hotpair/internal/yamlconf"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
@@ -53,36 +54,17 @@ func TestParseConfigEmptyMeansDefaults(t *testing.T) {
 // Every testdata/bad-*.yml is rejected with an error that names the key and
 // the accepted values; its first line says "# want: <substring>".
 func TestParseConfigRejects(t *testing.T) {
-	files, _ := filepath.Glob("testdata/bad-*.yml")
-	if len(files) < 10 {
-		t.Fatalf("only %d bad configs", len(files))
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, _, _ := strings.Cut(string(b), "\n")
-			want, ok := strings.CutPrefix(first, "# want: ")
-			if !ok {
-				t.Fatalf("first line must be '# want: ...'")
-			}
-			_, err = ParseConfig(b)
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("error %v does not wrap ErrInvalidConfig", err)
-			}
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("error %q lacks %q", err, want)
-			}
-			if !strings.HasPrefix(err.Error(), "monitor: ") {
-				t.Errorf("error %q does not start with monitor:", err)
-			}
-		})
-	}
+	yamlconf.CheckBadConfigs(t, "testdata/bad-*.yml", 10, func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ParseConfig(b)
+		if err != nil && (!errors.Is(err, ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "monitor: ")) {
+			t.Errorf("error %q must wrap ErrInvalidConfig and start with monitor:", err)
+		}
+		return err
+	})
 }
 
 func TestValidateReportsEveryBadKey(t *testing.T) {
