@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/internal/yamlconf"
+	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -27,6 +28,18 @@ type Config struct {
 	Bidder      BidderConfig      `yaml:"bidder"`
 	Health      HealthConfig      `yaml:"health"`
 	HTTP        HTTPConfig        `yaml:"http"`
+	ZK          ZKConfig          `yaml:"zk"`
+}
+
+// ZKConfig, when servers are set, registers the instance's stages in
+// ZooKeeper under <root>/instances/<cluster>/<stage>/<instance>.
+type ZKConfig struct {
+	Servers []string `yaml:"servers"`
+	Root    string   `yaml:"root"`
+	// Cluster names the Kafka cluster in the path; default the side.
+	Cluster string `yaml:"cluster"`
+	// Auth is "user:password"; the registrations are then changeable only by it.
+	Auth string `yaml:"auth"`
 }
 
 // TopicConfig says how missing topics are created.
@@ -119,6 +132,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("http.listen: %q is not host:port (e.g. :9464 or 127.0.0.1:0)", c.HTTP.Listen)
 		}
 	}
+	for i, z := range c.ZK.Servers {
+		if _, _, err := net.SplitHostPort(z); err != nil {
+			return fmt.Errorf("zk.servers[%d]: %q is not host:port", i, z)
+		}
+	}
+	if _, err := zkutil.ParseCredentials(c.ZK.Auth); err != nil {
+		return fmt.Errorf("zk.auth: %v", err)
+	}
 	for _, err := range []error{c.Storage.Validate(), c.Pacer.Validate(), c.Bidder.Validate()} {
 		if err != nil {
 			return err
@@ -138,5 +159,14 @@ func (c Config) Options() Options {
 		Window:  c.Aggregator.Window.D(), Lateness: c.Aggregator.Lateness.D(), MaxFuture: c.Aggregator.MaxFuture.D(), IdleClose: c.Aggregator.IdleClose.D(),
 		SampleInterval: c.Health.SampleInterval.D(),
 		Pacer:          c.Pacer, Bidder: c.Bidder,
+		Registry: c.registry(),
 	}
+}
+
+func (c Config) registry() *RegistryOptions {
+	if len(c.ZK.Servers) == 0 {
+		return nil
+	}
+	auth, _ := zkutil.ParseCredentials(c.ZK.Auth)
+	return &RegistryOptions{Servers: c.ZK.Servers, Root: c.ZK.Root, Cluster: c.ZK.Cluster, Auth: auth}
 }

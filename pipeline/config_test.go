@@ -29,6 +29,8 @@ func TestLoadConfigEveryKey(t *testing.T) {
 		t.Fatalf("aggregator: %+v", o)
 	case o.Pacer.MinRate != 0.02 || o.Bidder.MaxMultiplier != 1.5 || o.SampleInterval != 5*time.Second:
 		t.Fatalf("controllers: %+v", o)
+	case o.Registry == nil || len(o.Registry.Servers) != 2 || o.Registry.Cluster != "kafka-b" || o.Registry.Auth == nil || o.Registry.Auth.User != "pipeline":
+		t.Fatalf("registry: %+v", o.Registry)
 	}
 	if _, err := New(o); err != nil {
 		t.Fatalf("a valid config's options: %v", err)

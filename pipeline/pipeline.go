@@ -60,6 +60,10 @@ type Options struct {
 	Pacer  PacerConfig
 	Bidder BidderConfig
 
+	// Registry, when set, registers every stage of this instance in
+	// ZooKeeper while it runs (see RegistryOptions).
+	Registry *RegistryOptions
+
 	// Injected dependencies.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -124,6 +128,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Options.Role must be live or dark, got %q", ErrInvalidOptions, o.Role)
 	case o.Window < time.Millisecond || o.Lateness < 0:
 		return fmt.Errorf("%w: Options.Window must be positive and Options.Lateness not negative", ErrInvalidOptions)
+	case o.Registry != nil && len(o.Registry.Servers) == 0:
+		return fmt.Errorf("%w: Options.Registry.Servers is required", ErrInvalidOptions)
 	}
 	for _, s := range o.Stages {
 		if !IsStage(s) {
@@ -209,6 +215,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.client = cl
 	defer cl.Close()
 
+	if p.opts.Registry != nil {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); p.register(rctx, *p.opts.Registry) }()
+		defer func() { cancel(); <-done }()
+	}
 	cancels := make([]context.CancelFunc, len(p.stages))
 	dones := make([]chan struct{}, len(p.stages))
 	for i, st := range p.stages {

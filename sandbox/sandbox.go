@@ -341,6 +341,7 @@ func (s *Sandbox) startPipelines(context.Context) error {
 			Storage: statestore.Config{Backend: statestore.BackendMemory},
 			Window:  t.AggWindow, Lateness: t.AggLateness, IdleClose: t.AggWindow,
 			SampleInterval: t.SampleInterval,
+			Registry:       &pipeline.RegistryOptions{Servers: []string{s.zkAddr}, Root: s.opts.ZKRoot, SessionTimeout: t.ZKSession},
 			Logger:         s.log, Registerer: reg,
 		})
 		if err != nil {

@@ -24,6 +24,8 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 	httpAddr := fs.String("http", "", "address for /metrics and /healthz (key http.listen)")
 	instance := fs.String("instance", "", "instance name in health samples (key instance)")
 	role := fs.String("role", "", "role: live or dark (key role)")
+	var zkServers listFlag
+	fs.Var(&zkServers, "zk", "ZooKeeper servers to register the instance in, host:port, comma-separated (key zk.servers)")
 	if code, done := parse(fs, args); done {
 		return code
 	}
@@ -50,6 +52,9 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 	}
 	if len(stages) > 0 {
 		cfg.Stages = stages
+	}
+	if len(zkServers) > 0 {
+		cfg.ZK.Servers = zkServers
 	}
 	if *partitions > 0 {
 		cfg.Topics.Partitions = int32(*partitions)

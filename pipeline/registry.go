@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/internal/znode"
+)
+
+// RegistryOptions register a pipeline's instance in ZooKeeper: one
+// ephemeral znode per stage, <root>/instances/<cluster>/<stage>/<instance>,
+// there while the instance runs (DESIGN §5). Operators list them with any
+// ZooKeeper client; a crashed instance's znode goes when its session expires.
+type RegistryOptions struct {
+	Servers []string
+	// Root of hotpair's znodes (default /hotpair).
+	Root string
+	// Cluster names the Kafka cluster in the path (default: the side).
+	Cluster string
+	// Auth, if set, is the identity the registrations are written with;
+	// they are then world-readable and changeable only by it.
+	Auth *zkutil.Credentials
+	// SessionTimeout of the registration session (default 10s).
+	SessionTimeout time.Duration
+}
+
+// Registration is the JSON document of an instance's znode.
+type Registration struct {
+	V         int       `json:"v"`
+	Side      string    `json:"side"`
+	Role      string    `json:"role"`
+	Stage     string    `json:"stage"`
+	Instance  string    `json:"instance"`
+	Build     string    `json:"build"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// register keeps this instance's registrations in ZooKeeper until ctx ends:
+// it writes them whenever a session is established (again after an expiry,
+// which removes ephemeral znodes), and closes the session at the end, which
+// removes them at once. ZooKeeper being down never affects the stages.
+func (p *Pipeline) register(ctx context.Context, o RegistryOptions) {
+	paths := znode.NewPaths(o.Root)
+	cluster := o.Cluster
+	if cluster == "" {
+		cluster = p.opts.Side
+	}
+	acl := zkutil.OpenACL()
+	if o.Auth != nil {
+		acl = zkutil.ProtectedACL(o.Auth)
+	}
+	sessions := make(chan struct{}, 1)
+	conn, err := zkutil.Connect(zkutil.Options{Servers: o.Servers, SessionTimeout: o.SessionTimeout, Auth: o.Auth,
+		Logger: p.log, OnEvent: func(e zk.Event) {
+			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
+				select {
+				case sessions <- struct{}{}:
+				default:
+				}
+			}
+		}})
+	if err != nil {
+		p.log.Error("registry: connecting to ZooKeeper", "err", err)
+		return
+	}
+	defer conn.Close()
+	started := time.Now().UTC()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sessions:
+		}
+		for _, st := range p.stages {
+			doc, _ := json.Marshal(Registration{V: 1, Side: p.opts.Side, Role: p.opts.Role, Stage: st.name,
+				Instance: p.opts.Instance, Build: p.opts.Build, StartedAt: started})
+			node := path.Join(paths.Instances(cluster, st.name), p.opts.Instance)
+			if err := registerNode(conn, node, doc, acl); err != nil {
+				p.log.Warn("registry: registering in ZooKeeper", "service", st.name, "znode", node, "err", err)
+				continue
+			}
+			p.log.Info("registry: registered", "service", st.name, "znode", node)
+		}
+	}
+}
+
+// registerNode creates node as an ephemeral znode of this session. A znode
+// of the same name left by an earlier session of this instance (a restart
+// within the session timeout) is replaced.
+func registerNode(conn *zk.Conn, node string, doc []byte, acl []zk.ACL) error {
+	if err := zkutil.EnsurePath(conn, path.Dir(node), acl); err != nil {
+		return err
+	}
+	for range 3 {
+		_, err := conn.Create(node, doc, zk.FlagEphemeral, acl)
+		if !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+		_, stat, err := conn.Get(node)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if stat.EphemeralOwner == conn.SessionID() {
+			_, err = conn.Set(node, doc, stat.Version)
+			return err
+		}
+		if err := conn.Delete(node, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return fmt.Errorf("registry: %s keeps being taken by another session", node)
+}

@@ -1,0 +1,56 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/internal/zkserver"
+)
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
+// A running instance is registered in ZooKeeper, one ephemeral znode per
+// stage with its identity; a stopped one is gone at once.
+func TestRegistry(t *testing.T) {
+	addr := zkserver.ForTest(t)
+	root := fmt.Sprintf("/hotpair-test/registry-%d", time.Now().UnixNano())
+	o := testOptions(kafkatest.Cluster(t).ListenAddrs(), SideStandby)
+	o.Stages = []string{StageBudget, StagePacer}
+	o.Registry = &RegistryOptions{Servers: []string{addr}, Root: root, Cluster: "cluster-b", SessionTimeout: 4 * time.Second}
+	_, stop := startPipeline(t, o)
+
+	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, stage := range o.Stages {
+		node := root + "/instances/cluster-b/" + stage + "/" + o.Instance
+		var b []byte
+		eventually(t, 20*time.Second, func() string {
+			b, _, err = conn.Get(node)
+			if err != nil {
+				return fmt.Sprintf("%s: %v", node, err)
+			}
+			return ""
+		})
+		var r Registration
+		if err := json.Unmarshal(b, &r); err != nil || r.Side != SideStandby || r.Stage != stage || r.Instance != o.Instance || r.Role != RoleLive {
+			t.Fatalf("%s holds %s (%v)", node, b, err)
+		}
+	}
+	if kids, _, _ := conn.Children(root + "/instances/cluster-b"); len(kids) != 2 {
+		t.Fatalf("registered stages %v, want budget and pacer", kids)
+	}
+	stop()
+	if kids, _, _ := conn.Children(root + "/instances/cluster-b/budget"); len(kids) != 0 {
+		t.Fatalf("a stopped instance is still registered: %v", kids)
+	}
+}
