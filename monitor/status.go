@@ -3,6 +3,7 @@ package monitor
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -21,6 +22,17 @@ type Status struct {
 	// Replica is the answering monitor replica (nil from `hotpair status`).
 	Replica  *ReplicaStatus  `json:"replica,omitempty"`
 	Services []ServiceStatus `json:"services"`
+	// Instances are the pipeline stage instances registered in ZooKeeper
+	// (hotpair pipeline with zk.servers), by cluster and stage. Only set
+	// when read from ZooKeeper.
+	Instances []Registered `json:"instances,omitempty"`
+}
+
+// Registered lists the instances of one stage registered for one cluster.
+type Registered struct {
+	Cluster   string   `json:"cluster"`
+	Stage     string   `json:"stage"`
+	Instances []string `json:"instances"`
 }
 
 // Candidate is what a monitor replica writes into its election znode.
@@ -121,5 +133,41 @@ func ReadStatus(conn *zk.Conn, paths znode.Paths, services []string, now time.Ti
 		ss.Override, ss.OverrideActive = o, o.ActiveAt(now)
 		st.Services = append(st.Services, ss)
 	}
+	reg, err := readRegistered(conn, paths)
+	if err != nil {
+		return Status{}, err
+	}
+	st.Instances = reg
 	return st, nil
+}
+
+// readRegistered lists <root>/instances/<cluster>/<stage>/<instance>.
+func readRegistered(conn *zk.Conn, paths znode.Paths) ([]Registered, error) {
+	children := func(p string) ([]string, error) {
+		kids, _, err := conn.Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, nil
+		}
+		slices.Sort(kids)
+		return kids, err
+	}
+	clusters, err := children(paths.Root + "/instances")
+	if err != nil {
+		return nil, err
+	}
+	var out []Registered
+	for _, cl := range clusters {
+		stages, err := children(paths.Root + "/instances/" + cl)
+		if err != nil {
+			return nil, err
+		}
+		for _, stage := range stages {
+			inst, err := children(paths.Instances(cl, stage))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Registered{Cluster: cl, Stage: stage, Instances: inst})
+		}
+	}
+	return out, nil
 }

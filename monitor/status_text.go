@@ -45,6 +45,12 @@ func WriteStatusText(w io.Writer, st Status) error {
 	for _, s := range st.Services {
 		writeServiceDetail(w, s, now)
 	}
+	if len(st.Instances) > 0 {
+		fmt.Fprintln(w, "\nregistered pipeline instances")
+		for _, r := range st.Instances {
+			fmt.Fprintf(w, "  %-10s %-11s %d: %s\n", r.Cluster, r.Stage, len(r.Instances), strings.Join(r.Instances, ", "))
+		}
+	}
 	return nil
 }
 
