@@ -31,6 +31,18 @@ func parse(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, false
 }
 
+// parseNoArgs is parse for a command that takes flags only: a positional
+// argument is a usage error.
+func parseNoArgs(a *app, fs *flag.FlagSet, args []string) (int, bool) {
+	if code, done := parse(fs, args); done {
+		return code, true
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0)), true
+	}
+	return 0, false
+}
+
 // usageError prints msg and the flag set's usage and returns exit code 2.
 func usageError(fs *flag.FlagSet, w io.Writer, format string, args ...any) int {
 	fmt.Fprintf(w, "hotpair %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))

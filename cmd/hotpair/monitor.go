@@ -15,11 +15,8 @@ func runMonitor(ctx context.Context, a *app, args []string) int {
 	}
 	fs := newFlags(a, "monitor", "monitor --config FILE\n       hotpair monitor simulate -h")
 	cfgPath := fs.String("config", "", "YAML config file, see docs/monitor.md (required)")
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
 	if *cfgPath == "" {
 		return usageError(fs, a.stderr, "--config is required")

@@ -49,11 +49,8 @@ var thresholdFlags = map[string]struct {
 func runMonitorSimulate(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "monitor simulate", simulateSynopsis)
 	sa := newSimulateArgs(fs)
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(a.stderr, "hotpair monitor simulate:", err)

@@ -48,11 +48,8 @@ func runOverrideSet(_ context.Context, a *app, args []string) int {
 	dur := fs.Duration("for", 0, "how long the override lasts (this or --until is required; at most 168h)")
 	until := fs.String("until", "", "when the override ends, RFC 3339 (this or --for is required)")
 	by := fs.String("by", "", "who sets it (default: the --auth user, else $USER)")
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
 	problem, creds := zf.check()
 	if problem != "" {
@@ -104,11 +101,8 @@ func runOverrideClear(_ context.Context, a *app, args []string) int {
 	service := fs.String("service", "", "service whose override ends now (required)")
 	reason := fs.String("reason", "", "why it ends (kept with the ended override)")
 	by := fs.String("by", "", "who clears it (default: the --auth user, else $USER)")
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
 	problem, creds := zf.check()
 	if problem != "" {

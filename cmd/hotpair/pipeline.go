@@ -26,11 +26,8 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 	role := fs.String("role", "", "role: live or dark (key role)")
 	var zkServers listFlag
 	fs.Var(&zkServers, "zk", "ZooKeeper servers to register the instance in, host:port, comma-separated (key zk.servers)")
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg := pipeline.DefaultConfig()
 	if *cfgPath != "" {

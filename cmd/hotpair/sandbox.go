@@ -26,11 +26,8 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	grace := fs.Duration("grace", sandbox.DemoTiming().Grace, "how long the primary must stay healthy before traffic returns to it")
 	scenario := fs.String("scenario", "", "run this scripted scenario to the end and exit 0 only if it held: "+strings.Join(sandbox.ScenarioNames(), ", "))
 	asJSON := fs.Bool("json", false, "with --scenario: print the timeline as one JSON object")
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
 	if *asJSON && *scenario == "" {
 		return usageError(fs, a.stderr, "--json needs --scenario")

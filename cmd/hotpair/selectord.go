@@ -23,11 +23,8 @@ func runSelectord(ctx context.Context, a *app, args []string) int {
 	httpAddr := fs.String("http", ":9480", "HTTP listen address")
 	sessionTimeout := fs.Duration("zk-session-timeout", 10*time.Second, "ZooKeeper session timeout")
 	zkAuth := fs.String("zk-auth", "", "digest identity user:password, only when the selection is not world-readable")
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
 	if len(zkServers) == 0 {
 		return usageError(fs, a.stderr, "--zk is required")

@@ -70,11 +70,8 @@ func runStatus(_ context.Context, a *app, args []string) int {
 	var services listFlag
 	fs.Var(&services, "services", "services to show, comma-separated (default budget,pacer,bidder)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
 	problem, creds := zf.check()
 	if problem != "" {

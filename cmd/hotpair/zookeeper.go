@@ -12,7 +12,7 @@ import (
 
 func runVersion(_ context.Context, a *app, args []string) int {
 	fs := newFlags(a, "version", "version")
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
 	}
 	fmt.Fprintln(a.stdout, buildinfo.String())
@@ -24,11 +24,8 @@ func runZookeeper(ctx context.Context, a *app, args []string) int {
 	dir := fs.String("dir", "", "data directory (default: a temporary directory, removed at exit)")
 	port := fs.Int("port", 0, "port on 127.0.0.1 (default: a free port)")
 	addrFile := fs.String("addr-file", "", "write {\"zk\": \"host:port\"} to this file once the server answers")
-	if code, done := parse(fs, args); done {
+	if code, done := parseNoArgs(a, fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, a.stderr, "unexpected argument %q", fs.Arg(0))
 	}
 	s, err := zkserver.Start(ctx, zkserver.Options{Dir: *dir, Port: *port})
 	if err != nil {
