@@ -34,12 +34,12 @@ func (in *Inspection) WriteText(w io.Writer) {
 	if !in.Complete {
 		state = "INCOMPLETE: " + in.Problem
 	}
-	fmt.Fprintf(w, "  file: %s, %d blocks, %s\n", byteCount(in.FileBytes), in.Blocks, state)
+	fmt.Fprintf(w, "  file: %s, %d blocks, %s\n", FormatBytes(in.FileBytes), in.Blocks, state)
 	if in.Records == 0 {
 		fmt.Fprintln(w, "  records: 0")
 		return
 	}
-	fmt.Fprintf(w, "  records: %d (%s raw, %.1fx compressed)\n", in.Records, byteCount(in.RawBytes), ratio(in.RawBytes, in.FileBytes))
+	fmt.Fprintf(w, "  records: %d (%s raw, %.1fx compressed)\n", in.Records, FormatBytes(in.RawBytes), ratio(in.RawBytes, in.FileBytes))
 	fmt.Fprintf(w, "  time: %s .. %s (%v), mean %.2f/s\n", in.First.Format(time.RFC3339Nano), in.Last.Format(time.RFC3339Nano), in.Span, in.MeanRate)
 	writeSpread(w, "  per second:", in.PerSecond)
 	fmt.Fprintln(w, "  rate over time:")
@@ -73,7 +73,7 @@ func (in *Inspection) WriteText(w io.Writer) {
 	}
 	s := in.Sizes
 	fmt.Fprintf(w, "  sizes: keys %s, values %s (min %d, mean %.0f, p99 <= %d, max %d bytes), headers %s\n",
-		byteCount(s.KeyBytes), byteCount(s.ValueBytes), s.ValueMin, s.ValueMean, s.ValueP99, s.ValueMax, byteCount(s.HeaderBytes))
+		FormatBytes(s.KeyBytes), FormatBytes(s.ValueBytes), s.ValueMin, s.ValueMean, s.ValueP99, s.ValueMax, FormatBytes(s.HeaderBytes))
 	o := in.OutOfOrder
 	if o.Records == 0 {
 		fmt.Fprintln(w, "  order: timestamps never go back")
@@ -90,7 +90,8 @@ func ratio(a, b int64) float64 {
 	return float64(a) / float64(b)
 }
 
-func byteCount(n int64) string {
+// FormatBytes writes a byte count for people: "12.3 MiB".
+func FormatBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

@@ -160,7 +160,7 @@ func runReplayRecord(ctx context.Context, a *app, args []string) int {
 	}
 	r := rec.Result()
 	fmt.Fprintf(a.stdout, "recorded %d records (%s) into %s in %v; %d left out by filters or window; stopped: %s\n",
-		r.Records, byteSize(r.Bytes), *out, r.Elapsed.Round(time.Millisecond), r.Filtered, r.Stopped)
+		r.Records, replay.FormatBytes(r.Bytes), *out, r.Elapsed.Round(time.Millisecond), r.Filtered, r.Stopped)
 	return 0
 }
 
@@ -195,7 +195,7 @@ func progressLine(p replay.Progress) string {
 		pct = fmt.Sprintf(" %3.0f%%", 100*min(1, p.Position.Seconds()/p.Total.Seconds()))
 	}
 	return fmt.Sprintf("recording:%s %d records, %s, %.0f/s, %d left out, %v elapsed",
-		pct, p.Records, byteSize(p.Bytes), rate, p.Filtered, p.Elapsed.Round(time.Second))
+		pct, p.Records, replay.FormatBytes(p.Bytes), rate, p.Filtered, p.Elapsed.Round(time.Second))
 }
 
 // serveReplayMetrics returns the registry a recorder or player registers
@@ -216,18 +216,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func runReplayInspect(_ context.Context, a *app, args []string) int {
