@@ -90,14 +90,6 @@ func (t Topics) Output(stage string) string {
 	return ""
 }
 
-// Input returns the input stream of a stage.
-func (t Topics) Input(stage string) string {
-	if stage == StageAggregator {
-		return t.AdEvents
-	}
-	return t.Spend
-}
-
 // Compacted reports whether topic holds a table (compacted) rather than a stream.
 func (t Topics) Compacted(topic string) bool {
 	switch topic {

@@ -188,9 +188,6 @@ func New(opts Options) (*Pipeline, error) {
 	return p, nil
 }
 
-// Topics returns the topic names the pipeline uses.
-func (p *Pipeline) Topics() Topics { return p.topics }
-
 // Run creates missing topics (when configured) and runs every stage until
 // ctx ends. Stages start in topological order and stop in reverse.
 func (p *Pipeline) Run(ctx context.Context) error {

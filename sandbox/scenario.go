@@ -48,16 +48,6 @@ func ScenarioNames() []string {
 // HasScenario reports whether name is a scenario.
 func HasScenario(name string) bool { return slices.Contains(ScenarioNames(), name) }
 
-// ScenarioSummary describes a scenario in a sentence.
-func ScenarioSummary(name string) string {
-	for _, sc := range scenarios() {
-		if sc.name == name {
-			return sc.summary
-		}
-	}
-	return ""
-}
-
 // RunScenario starts a sandbox with short windows and grace periods, runs
 // the scenario to its end, heals its faults, compares every campaign's spend
 // on each side with the load generator's ground truth, and stops the

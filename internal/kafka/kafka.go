@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
-	"strconv"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -185,6 +184,3 @@ func TopicPartitions(ctx context.Context, cl *kgo.Client, topic string) (int32, 
 	}
 	return int32(len(t.Partitions)), nil
 }
-
-// HeaderInt formats an integer header value.
-func HeaderInt(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) }
