@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 )
 
 // Replicas of a secure deployment start together (a rollout, the sandbox):
 // each creates or corrects the layout's ACLs at start, and none may fail
 // because the other got there first.
 func TestSecureReplicasStartTogether(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	p, s := startClusters(t)
 	for round := range 5 {
 		paths := testRoot(t)

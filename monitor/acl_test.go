@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/pipeline"
 )
@@ -23,7 +23,7 @@ var (
 // and election candidates, and only the operator identity overrides. An
 // operator override switches the service at once, between windows.
 func TestACLsAndOperatorOverride(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	anon := testConn(t, addr, nil)
 	// An older deployment left the selection directory open: the monitor
@@ -124,7 +124,7 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 // else protected it) stops the monitor at start with ErrACL, naming the
 // znode, instead of running without ever being able to publish.
 func TestForeignACLStopsTheMonitorAtStart(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	other := zkutil.Credentials{User: "someone-else", Password: "x"}
 	conn := testConn(t, addr, &other)

@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/internal/kafkatest"
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -16,7 +16,7 @@ import (
 // comes back as its input. Bad samples are counted by reason, skipped, and
 // never stop the consumer.
 func TestSamplesAreAggregatedOnceAndBadOnesSkipped(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	p, s := startClusters(t)
 	r := startReplica(t, testConfig("steps", addr, paths, p, s))

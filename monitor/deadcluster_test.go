@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -12,7 +12,7 @@ import (
 // standby's samples keep arriving, and the primary is failed over within
 // one window of its heartbeat timing out.
 func TestDeadClusterDoesNotDelayEvaluation(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	p, s := startClusters(t)
 	newFleet(t, p)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/hotpair/hotpair/internal/zkutil"
 )
 
 // leadership is what the election reports: whether this replica leads, and
@@ -31,7 +33,7 @@ type leadership struct {
 // that it does not lead (as Curator's LeaderLatch does when suspended); the
 // fencing of every publication makes that safe either way.
 type election struct {
-	s      *session
+	s      *zkutil.Session
 	dir    string
 	data   []byte
 	acl    []zk.ACL
@@ -42,7 +44,8 @@ type election struct {
 }
 
 func (e *election) run(ctx context.Context) {
-	pokes := e.s.subscribe()
+	pokes, unsubscribe := e.s.Subscribe()
+	defer unsubscribe()
 	var (
 		node    string
 		session int64
@@ -62,16 +65,16 @@ func (e *election) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		var wake <-chan zk.Event
 		switch {
-		case !e.s.usable():
+		case !e.s.Usable():
 			set(false)
-		case node == "" || session != e.s.sessionID():
+		case node == "" || session != e.s.ID():
 			set(false)
-			n, err := e.s.conn.CreateProtectedEphemeralSequential(e.dir+"/n_", e.data, e.acl)
+			n, err := e.s.Conn().CreateProtectedEphemeralSequential(e.dir+"/n_", e.data, e.acl)
 			if err != nil {
 				e.log.Warn("entering the monitor election failed; retrying", "dir", e.dir, "err", zkErr("create", e.dir, err))
 				break
 			}
-			node, session = n, e.s.sessionID()
+			node, session = n, e.s.ID()
 			e.log.Info("entered the monitor election", "node", node)
 			continue
 		default:
@@ -110,7 +113,7 @@ var errCandidateGone = errors.New("candidate node gone")
 // create whose reply was lost; it is deleted.
 func (e *election) check(node string, session int64) (bool, <-chan zk.Event, error) {
 	for range 10 {
-		children, _, err := e.s.conn.Children(e.dir)
+		children, _, err := e.s.Conn().Children(e.dir)
 		if err != nil {
 			return false, nil, zkErr("list", e.dir, err)
 		}
@@ -123,7 +126,7 @@ func (e *election) check(node string, session int64) (bool, <-chan zk.Event, err
 		if i > 0 {
 			watched = e.dir + "/" + children[i-1]
 		}
-		ok, stat, w, err := e.s.conn.ExistsW(watched)
+		ok, stat, w, err := e.s.Conn().ExistsW(watched)
 		if err != nil {
 			return false, nil, zkErr("watch", watched, err)
 		}
@@ -134,7 +137,7 @@ func (e *election) check(node string, session int64) (bool, <-chan zk.Event, err
 			continue // the predecessor left between the two calls: look again
 		case watched != node && stat.EphemeralOwner == session:
 			e.log.Warn("deleting an orphan candidate of this session", "node", watched)
-			if err := e.s.conn.Delete(watched, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if err := e.s.Conn().Delete(watched, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return false, nil, zkErr("delete", watched, err)
 			}
 			continue

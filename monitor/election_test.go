@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 )
 
 func TestElectionOneLeaderAndHandover(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	sa, sb := testSession(t, addr, nil), testSession(t, addr, nil)
 	a, _ := startElection(t, sa, paths, "a")
@@ -29,7 +29,7 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	// The leader's session ends: b must take over at once (its watch on
 	// a's node fires when the node goes).
 	start := time.Now()
-	sa.close()
+	sa.Close()
 	waitFor(t, 5*time.Second, "b to lead", func() bool { return b.get().Leader })
 	t.Logf("handover after a clean close took %s", time.Since(start))
 	if b.get().Term != 1 {
@@ -38,19 +38,19 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 }
 
 func TestElectionReentersAfterSessionExpiry(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	s := testSession(t, addr, nil)
 	w, _ := startElection(t, s, paths, "a")
 	waitFor(t, 10*time.Second, "a to lead", func() bool { return w.get().Leader })
 	first := w.get().Node
-	oldSession := s.sessionID()
+	oldSession := s.ID()
 
 	// Cut the replica off for longer than the session timeout: the server
 	// expires the session and the candidate node with it.
 	partition(t, s, 4*time.Second)
 	waitFor(t, 30*time.Second, "a to lead again", func() bool { return w.get().Leader && w.get().Node != first })
-	if s.sessionID() == oldSession {
+	if s.ID() == oldSession {
 		t.Fatalf("still on the old session %x", oldSession)
 	}
 	if w.get().Term != 2 {
@@ -68,7 +68,7 @@ func TestElectionReentersAfterSessionExpiry(t *testing.T) {
 }
 
 func TestFencedWrite(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	sa, sb := testSession(t, addr, nil), testSession(t, addr, nil)
 	a, _ := startElection(t, sa, paths, "a")
@@ -88,7 +88,7 @@ func TestFencedWrite(t *testing.T) {
 	}
 	// b is not the leader yet, but even if it thought so its node is not
 	// the one that matters: only a deposed node is fenced. Depose a.
-	sa.close()
+	sa.Close()
 	waitFor(t, 5*time.Second, "b to lead", func() bool { return b.get().Leader })
 	sel.Active, sel.Epoch, sel.Reason = "standby", 1, "b decided"
 	if _, err := writeSelection(sb.conn, paths, b.get().Node, sel, 0, nil); err != nil {

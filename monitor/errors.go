@@ -1,6 +1,11 @@
 package monitor
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
 
 var (
 	// ErrConfig is wrapped by every configuration error (LoadConfig,
@@ -32,3 +37,12 @@ var (
 	// ErrKilled is returned by Run after Kill.
 	ErrKilled = errors.New("monitor: killed")
 )
+
+// zkErr maps ZooKeeper's permission errors to ErrACL so callers can tell a
+// configuration problem from an outage.
+func zkErr(op, path string, err error) error {
+	if errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed) {
+		return fmt.Errorf("%w: %s %s: %v", ErrACL, op, path, err)
+	}
+	return fmt.Errorf("monitor: %s %s: %w", op, path, err)
+}

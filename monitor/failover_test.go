@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -14,7 +14,7 @@ import (
 // for the whole grace period. The switch is published before it is
 // reported, counted, logged with its evidence and listed on the page.
 func TestFailoverWhenSamplesStopAndReturnAfterGrace(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	p, s := startClusters(t)
 	pf, sf := newFleet(t, p), newFleet(t, s)

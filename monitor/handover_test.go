@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -13,7 +13,7 @@ import (
 // continues from the published hysteresis (same epoch, same side) and no
 // reader ever sees a decision go back. A clean stop hands over at once.
 func TestLeaderCrashHandsOverWithoutLosingTheDecision(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	p, s := startClusters(t)
 	pf, _ := newFleet(t, p), newFleet(t, s)

@@ -73,9 +73,9 @@ type Monitor struct {
 	httpAddr  atomic.Pointer[string]
 
 	ran     atomic.Bool
+	dialer  cutDialer
 	killMu  sync.Mutex
 	killed  bool
-	sess    *session
 	stopRun context.CancelFunc
 
 	ovMu      sync.Mutex
@@ -147,9 +147,7 @@ func (m *Monitor) Kill() {
 	m.killMu.Lock()
 	defer m.killMu.Unlock()
 	m.killed = true
-	if m.sess != nil {
-		m.sess.kill()
-	}
+	m.dialer.cut()
 	if m.stopRun != nil {
 		m.stopRun()
 	}
@@ -165,15 +163,14 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sess, err := dialSession(sessionOptions{servers: m.cfg.ZK.Servers, timeout: m.cfg.ZK.SessionTimeout,
-		auth: m.creds, log: m.log, onState: m.onZKState})
+	sess, err := zkutil.Open(zkutil.Options{Servers: m.cfg.ZK.Servers, SessionTimeout: m.cfg.ZK.SessionTimeout,
+		Auth: m.creds, OnState: m.onZKState, Dialer: m.dialer.dial, Logger: m.log})
 	if err != nil {
-		return err
+		return fmt.Errorf("monitor: connecting to ZooKeeper: %w", err)
 	}
 	m.killMu.Lock()
-	m.sess, m.stopRun = sess, cancel
+	m.stopRun = cancel
 	if m.killed {
-		sess.kill()
 		cancel()
 	}
 	m.killMu.Unlock()
@@ -181,7 +178,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	var ln net.Listener
 	if m.cfg.HTTP.Listen != "off" {
 		if ln, err = net.Listen("tcp", m.cfg.HTTP.Listen); err != nil {
-			sess.close()
+			sess.Close()
 			return fmt.Errorf("monitor: http.listen: %w", err)
 		}
 		addr := ln.Addr().String()
@@ -208,7 +205,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	cancel()
 	wg.Wait()
-	sess.close()
+	sess.Close()
 	m.m.leader.Set(0)
 	m.m.zkConnected.Set(0)
 	m.killMu.Lock()
@@ -229,7 +226,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 // start starts every goroutine of a run, in dependency order: the session,
 // the layout then the election, the publisher and override watcher, the
 // consumers, and the evaluation loop.
-func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *session, fatal chan<- error) {
+func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Session, fatal chan<- error) {
 	begin := time.Now()
 	engine, err := core.NewEngine(m.cfg.Config, begin)
 	if err != nil {
@@ -248,7 +245,6 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *session, 
 	ow := &overrideWatcher{s: sess, paths: m.paths, services: m.cfg.Services, log: m.log, retry: retry,
 		notify: m.setOverrides}
 
-	wg.Go(func() { sess.run(ctx) })
 	wg.Go(func() {
 		if err := m.setup(ctx, sess, retry); err != nil {
 			fatal <- err
@@ -274,11 +270,12 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *session, 
 
 // setup creates the znode layout once the session is usable. A refusal by
 // ZooKeeper's ACLs is fatal: it will not fix itself.
-func (m *Monitor) setup(ctx context.Context, sess *session, retry time.Duration) error {
-	pokes := sess.subscribe()
+func (m *Monitor) setup(ctx context.Context, sess *zkutil.Session, retry time.Duration) error {
+	pokes, unsubscribe := sess.Subscribe()
+	defer unsubscribe()
 	for {
-		if sess.usable() {
-			err := ensureLayout(sess.conn, m.paths, m.policy, m.cfg.Services)
+		if sess.Usable() {
+			err := ensureLayout(sess.Conn(), m.paths, m.policy, m.cfg.Services)
 			if err == nil {
 				return nil
 			}
@@ -309,8 +306,17 @@ func (m *Monitor) candidateData() []byte {
 	return b
 }
 
-func (m *Monitor) onZKState(s zk.State) {
-	up := s == zk.StateHasSession
+// onZKState runs on the library's event goroutine: it must not block.
+func (m *Monitor) onZKState(ev zk.Event) {
+	switch ev.State {
+	case zk.StateExpired:
+		m.log.Warn("ZooKeeper session expired; a new session is being opened", "server", ev.Server)
+	case zk.StateDisconnected:
+		m.log.Info("ZooKeeper disconnected", "server", ev.Server)
+	case zk.StateHasSession:
+		m.log.Info("ZooKeeper session established", "server", ev.Server)
+	}
+	up := ev.State == zk.StateHasSession
 	m.zkUp.Store(up)
 	m.m.zkConnected.Set(b2f(up))
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -14,7 +14,7 @@ import (
 // its own, reports not ready), reconnects when ZooKeeper is back and then
 // publishes the decision it made meanwhile.
 func TestZooKeeperOutageKeepsEvaluatingAndPublishesOnReturn(t *testing.T) {
-	srv := zkserver.StartForTest(t)
+	srv := zktest.Start(t)
 	paths := testRoot(t)
 	p, s := startClusters(t)
 	pf, _ := newFleet(t, p), newFleet(t, s)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 )
 
@@ -19,7 +20,7 @@ import (
 // each new set to notify; while ZooKeeper is unreachable the last known set
 // stays in force.
 type overrideWatcher struct {
-	s        *session
+	s        *zkutil.Session
 	paths    znode.Paths
 	services []string
 	log      *slog.Logger
@@ -28,13 +29,14 @@ type overrideWatcher struct {
 }
 
 func (w *overrideWatcher) run(ctx context.Context) {
-	pokes := w.s.subscribe()
+	pokes, unsubscribe := w.s.Subscribe()
+	defer unsubscribe()
 	var last map[string]*znode.Override
 	for ctx.Err() == nil {
 		round, cancel := context.WithCancel(ctx)
 		fired := make(chan struct{}, 1)
 		wait := w.retry
-		if w.s.usable() {
+		if w.s.Usable() {
 			cur, watches, err := w.read()
 			if err != nil {
 				w.log.Warn("reading the overrides failed; keeping the last known", "err", err)
@@ -66,10 +68,10 @@ func (w *overrideWatcher) read() (map[string]*znode.Override, []<-chan zk.Event,
 	var watches []<-chan zk.Event
 	for _, svc := range w.services {
 		p := w.paths.Override(svc)
-		b, _, ch, err := w.s.conn.GetW(p)
+		b, _, ch, err := w.s.Conn().GetW(p)
 		if errors.Is(err, zk.ErrNoNode) {
 			var ok bool
-			ok, _, ch, err = w.s.conn.ExistsW(p)
+			ok, _, ch, err = w.s.Conn().ExistsW(p)
 			if err == nil && ok {
 				return nil, nil, errors.New("override of " + svc + " appeared while reading it")
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 )
@@ -18,7 +18,7 @@ import (
 // and, as the baseline, one GetW round trip of the watcher's session.
 // Reported as p50/p99 in microseconds.
 func BenchmarkPublicationLatency(b *testing.B) {
-	addr := zkserver.ForTest(b)
+	addr := zktest.Addr(b)
 	paths := testRoot(b)
 	writer := testSession(b, addr, nil)
 	watcher := testConn(b, addr, nil)

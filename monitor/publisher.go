@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/pipeline"
 )
@@ -46,7 +47,7 @@ type restoreMsg struct {
 // again. As follower it reads the selections once per window and hands
 // them to the loop as a mirror, so a takeover continues from fresh state.
 type publisher struct {
-	s        *session
+	s        *zkutil.Session
 	paths    znode.Paths
 	acl      []zk.ACL
 	services []string
@@ -114,7 +115,8 @@ func (p *publisher) publishedSelections() map[string]*znode.Selection {
 }
 
 func (p *publisher) run(ctx context.Context) {
-	pokes := p.s.subscribe()
+	pokes, unsubscribe := p.s.Subscribe()
+	defer unsubscribe()
 	for ctx.Err() == nil {
 		wait := p.step(ctx, time.Now())
 		t := time.NewTimer(wait)
@@ -130,7 +132,7 @@ func (p *publisher) run(ctx context.Context) {
 
 // step does what is due and returns how long to sleep at most.
 func (p *publisher) step(ctx context.Context, now time.Time) time.Duration {
-	if !p.s.usable() {
+	if !p.s.Usable() {
 		return p.window
 	}
 	l := p.leader()
@@ -169,7 +171,7 @@ func (p *publisher) readAll() ([]znode.Selection, error) {
 	var sels []znode.Selection
 	versions := map[string]int32{}
 	for _, svc := range p.services {
-		sel, v, err := readSelection(p.s.conn, p.paths, svc)
+		sel, v, err := readSelection(p.s.Conn(), p.paths, svc)
 		if err != nil && !errors.Is(err, znode.ErrInvalid) {
 			return nil, err
 		}
@@ -287,7 +289,7 @@ func (p *publisher) flush(l leadership) time.Duration {
 		if same {
 			continue // already there, e.g. offered again after a reconnect
 		}
-		v, err := writeSelection(p.s.conn, p.paths, l.Node, o.sel, p.versions[svc], p.acl)
+		v, err := writeSelection(p.s.Conn(), p.paths, l.Node, o.sel, p.versions[svc], p.acl)
 		switch {
 		case err == nil:
 			p.written(o, v)
@@ -325,7 +327,7 @@ func (p *publisher) flush(l leadership) time.Duration {
 // selection before it, the version is refreshed for the next try; anything
 // else is a conflict and it returns false.
 func (p *publisher) reconcile(svc string, attempted *znode.Selection) bool {
-	cur, v, err := readSelection(p.s.conn, p.paths, svc)
+	cur, v, err := readSelection(p.s.Conn(), p.paths, svc)
 	if err != nil && !errors.Is(err, znode.ErrInvalid) {
 		return true // still unknown: the write below fails the same way and retries
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/pipeline"
@@ -40,7 +40,7 @@ func (s *syncBuffer) String() string {
 // logged at WARN and counted, and the publisher does not retry the write:
 // it reads the selections again for the loop to decide from.
 func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	sa := testSession(t, addr, nil)
 	if err := ensureLayout(sa.conn, paths, ACLPolicy{}, nil); err != nil {
@@ -54,7 +54,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	restores := make(chan restoreMsg, 8)
 	lead := leadership{Leader: true, Node: aNode, Term: 1}
-	pub := newPublisher(&publisher{s: sa, paths: paths, acl: zkutil.OpenACL(), services: []string{"budget"},
+	pub := newPublisher(&publisher{s: sa.Session, paths: paths, acl: zkutil.OpenACL(), services: []string{"budget"},
 		window: time.Hour, retry: 50 * time.Millisecond, m: newMetrics(reg, func() float64 { return 0 }),
 		log: slog.New(slog.NewTextHandler(&logs, nil)), hist: newHistory(DefaultConfig().History),
 		leader: func() leadership { return lead }, restore: restores})

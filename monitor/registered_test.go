@@ -8,14 +8,14 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 )
 
 // hotpair status lists the pipeline instances registered in ZooKeeper,
 // read straight from the znodes the pipelines write.
 func TestStatusListsRegisteredInstances(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	conn := testConn(t, addr, nil)
 	for _, n := range []string{"primary/aggregator/p-1", "primary/budget/p-1", "primary/budget/p-2", "standby/budget/s-1"} {

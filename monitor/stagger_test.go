@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Both sides taking a new build within the stagger period is flagged in the
 // published selection, the metric and the status API; one side alone is not.
 func TestStaggeredDeployIsFlagged(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	p, s := startClusters(t)
 	pf, sf := newFleet(t, p), newFleet(t, s)

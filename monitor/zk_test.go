@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 )
@@ -37,30 +38,25 @@ func testRoot(t testing.TB) znode.Paths {
 // testConn opens a plain session (auth may be nil), closed at cleanup.
 func testConn(t testing.TB, addr string, auth *zkutil.Credentials) *zk.Conn {
 	t.Helper()
-	conn, err := zkutil.Connect(zkutil.Options{Servers: []string{addr}, SessionTimeout: 4 * time.Second, Auth: auth})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	if err := zkutil.WaitConnected(conn, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return conn
+	return zktest.Conn(t, addr, auth)
 }
 
-// testSession opens a monitor session and waits until it is usable.
-func testSession(t testing.TB, addr string, auth *zkutil.Credentials) *session {
+// testSess is a session as a replica opens it (2 s session timeout), with
+// the dialer partition cuts.
+type testSess struct {
+	*zkutil.Session
+	conn   *zk.Conn
+	dialer *cutDialer
+}
+
+// testSession opens a monitor session and waits until it is usable; it is
+// closed at cleanup.
+func testSession(t testing.TB, addr string, auth *zkutil.Credentials) testSess {
 	t.Helper()
-	s, err := dialSession(sessionOptions{servers: []string{addr}, timeout: 2 * time.Second, auth: auth, log: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { s.run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait(); s.close() })
-	waitFor(t, 20*time.Second, "a usable ZooKeeper session", s.usable)
-	return s
+	d := &cutDialer{}
+	s := zktest.Session(t, zkutil.Options{Servers: []string{addr}, SessionTimeout: 2 * time.Second, Auth: auth,
+		Dialer: d.dial, Logger: testLogger(t)})
+	return testSess{Session: s, conn: s.Conn(), dialer: d}
 }
 
 // waitFor polls cond (tests only: the code under test never polls).
@@ -95,13 +91,13 @@ func (w *leaderWatch) get() leadership {
 	return w.cur
 }
 
-func startElection(t testing.TB, s *session, paths znode.Paths, id string) (*leaderWatch, context.CancelFunc) {
+func startElection(t testing.TB, s testSess, paths znode.Paths, id string) (*leaderWatch, context.CancelFunc) {
 	t.Helper()
 	if err := ensureLayout(s.conn, paths, ACLPolicy{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w := &leaderWatch{}
-	e := &election{s: s, dir: paths.LeaderDir(), data: []byte(id), acl: zkutil.OpenACL(),
+	e := &election{s: s.Session, dir: paths.LeaderDir(), data: []byte(id), acl: zkutil.OpenACL(),
 		log: testLogger(t).With("replica", id), report: w.report, retry: 100 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -113,7 +109,7 @@ func startElection(t testing.TB, s *session, paths znode.Paths, id string) (*lea
 
 // partition cuts s off ZooKeeper for d (ZooKeeper itself stays up), then
 // lets it reconnect.
-func partition(t testing.TB, s *session, d time.Duration) {
+func partition(t testing.TB, s testSess, d time.Duration) {
 	t.Helper()
 	s.dialer.cut()
 	time.Sleep(d)

@@ -56,39 +56,25 @@ func (p *Pipeline) register(ctx context.Context, o RegistryOptions) {
 	if o.Auth != nil {
 		acl = zkutil.ProtectedACL(o.Auth)
 	}
-	sessions := make(chan struct{}, 1)
-	conn, err := zkutil.Connect(zkutil.Options{Servers: o.Servers, SessionTimeout: o.SessionTimeout, Auth: o.Auth,
-		Logger: p.log, OnEvent: func(e zk.Event) {
-			if e.Type == zk.EventSession && e.State == zk.StateHasSession {
-				select {
-				case sessions <- struct{}{}:
-				default:
-				}
-			}
-		}})
+	sess, err := zkutil.Open(zkutil.Options{Servers: o.Servers, SessionTimeout: o.SessionTimeout, Auth: o.Auth, Logger: p.log})
 	if err != nil {
 		p.log.Error("registry: connecting to ZooKeeper", "err", err)
 		return
 	}
-	defer conn.Close()
+	defer sess.Close()
 	started := time.Now().UTC()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sessions:
-		}
+	sess.EachSession(ctx, func() {
 		for _, st := range p.stages {
 			doc, _ := json.Marshal(Registration{V: 1, Side: p.opts.Side, Role: p.opts.Role, Stage: st.name,
 				Instance: p.opts.Instance, Build: p.opts.Build, StartedAt: started})
 			node := path.Join(paths.Instances(cluster, st.name), p.opts.Instance)
-			if err := registerNode(conn, node, doc, acl); err != nil {
+			if err := registerNode(sess.Conn(), node, doc, acl); err != nil {
 				p.log.Warn("registry: registering in ZooKeeper", "service", st.name, "znode", node, "err", err)
 				continue
 			}
 			p.log.Info("registry: registered", "service", st.name, "znode", node)
 		}
-	}
+	})
 }
 
 // registerNode creates node as an ephemeral znode of this session. A znode

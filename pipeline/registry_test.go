@@ -6,34 +6,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/hotpair/hotpair/internal/kafkatest"
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 )
-
-type quietZK struct{}
-
-func (quietZK) Printf(string, ...any) {}
 
 // A running instance is registered in ZooKeeper, one ephemeral znode per
 // stage with its identity; a stopped one is gone at once.
 func TestRegistry(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	root := fmt.Sprintf("/hotpair-test/registry-%d", time.Now().UnixNano())
 	o := testOptions(kafkatest.Cluster(t).ListenAddrs(), SideStandby)
 	o.Stages = []string{StageBudget, StagePacer}
 	o.Registry = &RegistryOptions{Servers: []string{addr}, Root: root, Cluster: "cluster-b", SessionTimeout: 4 * time.Second}
 	_, stop := startPipeline(t, o)
 
-	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithLogger(quietZK{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := zktest.Conn(t, addr, nil)
 	for _, stage := range o.Stages {
 		node := root + "/instances/cluster-b/" + stage + "/" + o.Instance
-		var b []byte
+		var (
+			b   []byte
+			err error
+		)
 		eventually(t, 20*time.Second, func() string {
 			b, _, err = conn.Get(node)
 			if err != nil {

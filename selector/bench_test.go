@@ -15,8 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
-	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/pipeline"
 )
@@ -303,7 +302,7 @@ func BenchmarkViewApply(b *testing.B) {
 // Watch propagation on loopback: from a ZooKeeper set to the snapshot
 // changing, against a raw GetW watch firing on a plain session.
 func BenchmarkWatchPropagation(b *testing.B) {
-	addr, root := zkserver.ForTest(b), testRoot(b)
+	addr, root := zktest.Addr(b), testRoot(b)
 	w := newZKWriter(b, addr, root)
 	w.set(Budget, Primary, 1)
 	path := w.paths.Selection("budget")
@@ -328,14 +327,7 @@ func BenchmarkWatchPropagation(b *testing.B) {
 		reportPercentiles(b, lat)
 	})
 	b.Run("baseline/raw-GetW", func(b *testing.B) {
-		conn, err := zkutil.Connect(zkutil.Options{Servers: []string{addr}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		if err := zkutil.WaitConnected(conn, 10*time.Second); err != nil {
-			b.Fatal(err)
-		}
+		conn := zktest.Conn(b, addr, nil)
 		var lat []time.Duration
 		for i := 0; b.Loop(); i++ {
 			_, _, ch, err := conn.GetW(path)

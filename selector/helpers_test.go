@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotpair/hotpair/internal/metricvalue"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 )
@@ -36,14 +37,7 @@ type zkWriter struct {
 
 func newZKWriter(t testing.TB, addr, root string) *zkWriter {
 	t.Helper()
-	conn, err := zkutil.Connect(zkutil.Options{Servers: []string{addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	if err := zkutil.WaitConnected(conn, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	conn := zktest.Conn(t, addr, nil)
 	w := &zkWriter{t: t, conn: conn, paths: znode.NewPaths(root)}
 	if err := zkutil.EnsurePath(conn, w.paths.SelectionDir(), zkutil.OpenACL()); err != nil {
 		t.Fatal(err)

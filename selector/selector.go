@@ -122,35 +122,35 @@ func (s *Selector) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
-	conn, err := s.connect(ctx)
+	sess, err := s.connect(ctx)
 	if err != nil {
-		return nil // ctx ended before a connection could be opened
+		return nil // ctx ended before a session could be opened
 	}
 	var wg sync.WaitGroup
 	for _, svc := range s.cfg.services {
-		wg.Go(func() { s.watch(ctx, conn, svc) })
+		wg.Go(func() { s.watch(ctx, sess.Conn(), svc) })
 	}
 	<-ctx.Done()
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
-	conn.Close() // fails reads in flight, so the watch loops can end
+	sess.Close() // fails reads in flight, so the watch loops can end
 	wg.Wait()
 	s.setSession(false, time.Now())
 	return nil
 }
 
 // connect opens the session, retrying until ctx is done: opening only fails
-// when adding credentials fails, and the snapshot serves meanwhile.
-func (s *Selector) connect(ctx context.Context) (*zk.Conn, error) {
+// when no server name resolves, and the snapshot serves meanwhile.
+func (s *Selector) connect(ctx context.Context) (*zkutil.Session, error) {
 	delay := s.cfg.retryMin
 	for {
-		conn, err := zkutil.Connect(zkutil.Options{
+		sess, err := zkutil.Open(zkutil.Options{
 			Servers: s.cfg.servers, SessionTimeout: s.cfg.sessionTimeout, Auth: s.cfg.auth,
-			OnEvent: s.onEvent, Logger: s.log,
+			OnState: s.onEvent, Logger: s.log,
 		})
 		if err == nil {
-			return conn, nil
+			return sess, nil
 		}
 		s.log.Error("selector: cannot open a ZooKeeper session; serving the last snapshot", "err", err, "retry_in", delay)
 		select {
@@ -162,12 +162,10 @@ func (s *Selector) connect(ctx context.Context) (*zk.Conn, error) {
 	}
 }
 
-// onEvent sees every session event on the library's event goroutine; it
-// only updates state under s.mu and never calls into the session.
+// onEvent sees every session event on the library's event goroutine (a
+// session is established once the identity, if any, is added); it only
+// updates state under s.mu and never calls into the session.
 func (s *Selector) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
 	now := time.Now()
 	switch ev.State {
 	case zk.StateHasSession:

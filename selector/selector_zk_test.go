@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/znode"
 )
 
@@ -57,7 +58,7 @@ func TestDefaultBeforeFirstRead(t *testing.T) {
 }
 
 func TestWatcherFollowsTheMonitorsWrites(t *testing.T) {
-	addr, root := zkserver.ForTest(t), testRoot(t)
+	addr, root := zktest.Addr(t), testRoot(t)
 	w := newZKWriter(t, addr, root)
 	w.set(Budget, Standby, 4)
 	w.set(Pacer, Primary, 2)
@@ -117,7 +118,7 @@ func TestWatcherFollowsTheMonitorsWrites(t *testing.T) {
 }
 
 func TestWatcherIgnoresMalformedAndDeletedZnodes(t *testing.T) {
-	addr, root := zkserver.ForTest(t), testRoot(t)
+	addr, root := zktest.Addr(t), testRoot(t)
 	w := newZKWriter(t, addr, root)
 	w.set(Pacer, Standby, 7)
 	sel, reg := newTestSelector(t, addr, root, WithServices(Pacer))
@@ -169,7 +170,7 @@ func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
 		t.Skip("30 s ZooKeeper outage")
 	}
 	t.Parallel()
-	srv := zkserver.StartForTest(t)
+	srv := zktest.Start(t)
 	root := "/hotpair"
 	w := newZKWriter(t, srv.Addr(), root)
 	w.set(Budget, Standby, 3)
@@ -238,7 +239,7 @@ func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
 // the session, and changes the selection meanwhile.
 func TestWatchesComeBackAfterSessionExpiry(t *testing.T) {
 	t.Parallel()
-	addr, root := zkserver.ForTest(t), testRoot(t)
+	addr, root := zktest.Addr(t), testRoot(t)
 	w := newZKWriter(t, addr, root)
 	w.set(Budget, Primary, 1)
 	w.set(Bidder, Primary, 1)

@@ -39,7 +39,7 @@ func runOverride(ctx context.Context, a *app, args []string) int {
 	return usageError(fs, a.stderr, "unknown subcommand %q (set or clear)", fs.Arg(0))
 }
 
-func runOverrideSet(_ context.Context, a *app, args []string) int {
+func runOverrideSet(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "override set", overrideSynopsis)
 	zf := addOpZKFlags(fs)
 	service := fs.String("service", "", "service to pin: budget, pacer or bidder (required)")
@@ -77,12 +77,13 @@ func runOverrideSet(_ context.Context, a *app, args []string) int {
 	if err := req.Validate(now); err != nil {
 		return usageError(fs, a.stderr, "%v", err)
 	}
-	conn, err := zf.connect(a, creds)
+	sess, err := zf.connect(ctx, a, creds)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair override set: %v\n", err)
 		return 1
 	}
-	defer conn.Close()
+	defer sess.Close()
+	conn := sess.Conn()
 	paths := znode.NewPaths(*zf.root)
 	o, err := monitor.SetOverride(conn, paths, monitor.OperatorPolicy(creds), req, now)
 	if err != nil {
@@ -95,7 +96,7 @@ func runOverrideSet(_ context.Context, a *app, args []string) int {
 	return 0
 }
 
-func runOverrideClear(_ context.Context, a *app, args []string) int {
+func runOverrideClear(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "override clear", overrideSynopsis)
 	zf := addOpZKFlags(fs)
 	service := fs.String("service", "", "service whose override ends now (required)")
@@ -111,12 +112,13 @@ func runOverrideClear(_ context.Context, a *app, args []string) int {
 	if *service == "" {
 		return usageError(fs, a.stderr, "--service is required")
 	}
-	conn, err := zf.connect(a, creds)
+	sess, err := zf.connect(ctx, a, creds)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair override clear: %v\n", err)
 		return 1
 	}
-	defer conn.Close()
+	defer sess.Close()
+	conn := sess.Conn()
 	paths := znode.NewPaths(*zf.root)
 	o, err := monitor.ClearOverride(conn, paths, *service, operatorName(*by, creds), *reason, time.Now())
 	if errors.Is(err, monitor.ErrNoOverride) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor"
@@ -74,17 +74,10 @@ func TestMonitorBadConfigNamesTheKey(t *testing.T) {
 
 // status and override work straight on ZooKeeper, with no monitor running.
 func TestStatusAndOverrideOnZooKeeper(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	root := fmt.Sprintf("/hotpair-test/cli-%08x", rand.Uint32())
 	paths := znode.NewPaths(root)
-	conn, err := zkutil.Connect(zkutil.Options{Servers: []string{addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := zkutil.WaitConnected(conn, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	conn := zktest.Conn(t, addr, nil)
 	// A selection as a monitor published it before going away.
 	since := time.Now().Add(-20 * time.Minute).UTC()
 	sel := znode.Selection{V: 1, Service: "budget", Active: "standby", Preferred: "primary", Epoch: 2,

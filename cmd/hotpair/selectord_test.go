@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/selector"
@@ -61,16 +61,9 @@ func (b *selectordBuffer) String() string {
 }
 
 func TestSelectordServesTheSelection(t *testing.T) {
-	addr := zkserver.ForTest(t)
+	addr := zktest.Addr(t)
 	root := fmt.Sprintf("/selectord-test-%d", rand.Uint64())
-	conn, err := zkutil.Connect(zkutil.Options{Servers: []string{addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := zkutil.WaitConnected(conn, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	conn := zktest.Conn(t, addr, nil)
 	paths := znode.NewPaths(root)
 	if err := zkutil.EnsurePath(conn, paths.SelectionDir(), zkutil.OpenACL()); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor"
@@ -49,22 +47,25 @@ func (f *opZKFlags) check() (string, *zkutil.Credentials) {
 	return "", creds
 }
 
-func (f *opZKFlags) connect(a *app, creds *zkutil.Credentials) (*zk.Conn, error) {
-	conn, err := zkutil.Connect(zkutil.Options{Servers: f.servers, SessionTimeout: max(*f.timeout, 4*time.Second),
+// connect opens a session and waits until it is usable, at most --timeout.
+func (f *opZKFlags) connect(ctx context.Context, a *app, creds *zkutil.Credentials) (*zkutil.Session, error) {
+	sess, err := zkutil.Open(zkutil.Options{Servers: f.servers, SessionTimeout: max(*f.timeout, 4*time.Second),
 		Auth: creds, Logger: a.logger})
 	if err != nil {
 		return nil, err
 	}
-	if err := zkutil.WaitConnected(conn, *f.timeout); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(f.servers, ","), err)
+	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
+	defer cancel()
+	if err := sess.WaitUsable(ctx); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("cannot reach ZooKeeper at %s within %s: %w", strings.Join(f.servers, ","), *f.timeout, err)
 	}
-	return conn, nil
+	return sess, nil
 }
 
 // runStatus is "hotpair status": read straight from ZooKeeper, so it works
 // while every monitor is down.
-func runStatus(_ context.Context, a *app, args []string) int {
+func runStatus(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "status", "status --zk HOST:PORT[,...] [--zk-root /hotpair] [--services budget,pacer,bidder] [--json]")
 	zf := addOpZKFlags(fs)
 	var services listFlag
@@ -85,13 +86,13 @@ func runStatus(_ context.Context, a *app, args []string) int {
 			return usageError(fs, a.stderr, "--services: %q is not one of %s", s, strings.Join(pipeline.Services(), ", "))
 		}
 	}
-	conn, err := zf.connect(a, creds)
+	sess, err := zf.connect(ctx, a, creds)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair status: %v\n", err)
 		return 1
 	}
-	defer conn.Close()
-	st, err := monitor.ReadStatus(conn, znode.NewPaths(*zf.root), services, time.Now())
+	defer sess.Close()
+	st, err := monitor.ReadStatus(sess.Conn(), znode.NewPaths(*zf.root), services, time.Now())
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair status: %v\n", err)
 		return 1

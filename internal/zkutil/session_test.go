@@ -1,0 +1,182 @@
+package zkutil_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
+	"github.com/hotpair/hotpair/internal/zkutil"
+)
+
+func testRoot(t *testing.T) string {
+	return fmt.Sprintf("/zkutil-test/%s-%08x", t.Name(), rand.Uint32())
+}
+
+// A session with an identity is usable only once the identity is added:
+// the first request after WaitUsable already runs as it.
+func TestSessionIsUsableOnceAuthenticated(t *testing.T) {
+	addr := zktest.Addr(t)
+	root := testRoot(t)
+	me := &zkutil.Credentials{User: "zkutil-test", Password: "s3cret"}
+	var mu sync.Mutex
+	var states []zk.State
+	sess := zktest.Session(t, zkutil.Options{Servers: []string{addr}, Auth: me,
+		OnState: func(ev zk.Event) { mu.Lock(); states = append(states, ev.State); mu.Unlock() }})
+	if err := zkutil.EnsurePath(sess.Conn(), root, zkutil.OpenACL()); err != nil {
+		t.Fatal(err)
+	}
+	node := root + "/mine"
+	if _, err := sess.Conn().Create(node, []byte("a"), 0, zkutil.ProtectedACL(me)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Conn().Set(node, []byte("b"), -1); err != nil {
+		t.Fatalf("the identity's own write: %v", err)
+	}
+	anon := zktest.Conn(t, addr, nil)
+	if _, err := anon.Set(node, []byte("c"), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("an anonymous write: %v, want ErrNoAuth", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(states); n == 0 || states[n-1] != zk.StateHasSession {
+		t.Fatalf("states reported %v, want the last to be %s", states, zk.StateHasSession)
+	}
+}
+
+// WaitUsable gives up with ctx when no server answers, naming the state.
+func TestWaitUsableEndsWithContext(t *testing.T) {
+	port, err := zkserver.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := zkutil.Open(zkutil.Options{Servers: []string{fmt.Sprintf("127.0.0.1:%d", port)},
+		Auth: &zkutil.Credentials{User: "u", Password: "p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close() // also ends the identity's retry loop
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = sess.WaitUsable(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "state") {
+		t.Fatalf("WaitUsable = %v, want the deadline and the state", err)
+	}
+	if sess.Usable() {
+		t.Fatal("usable without a server")
+	}
+}
+
+func TestOpenNeedsServers(t *testing.T) {
+	if _, err := zkutil.Open(zkutil.Options{}); err == nil || !strings.Contains(err.Error(), "Servers") {
+		t.Fatalf("Open without servers: %v", err)
+	}
+}
+
+// EachSession writes an ephemeral znode for every session: after an expiry
+// (the server deleted it) the new session writes it again; every
+// subscriber hears of the changes.
+func TestEachSessionRegistersAgainAfterExpiry(t *testing.T) {
+	addr := zktest.Addr(t)
+	root := testRoot(t)
+	node := root + "/instance"
+	watcher := zktest.Conn(t, addr, nil)
+	if err := zkutil.EnsurePath(watcher, root, zkutil.OpenACL()); err != nil {
+		t.Fatal(err)
+	}
+	d := &cuttable{}
+	// The server's minimum session timeout is 2 ticks (1 s by default).
+	sess := zktest.Session(t, zkutil.Options{Servers: []string{addr}, SessionTimeout: time.Second, Dialer: d.dial})
+	pokes, unsubscribe := sess.Subscribe()
+	defer unsubscribe()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	registered := make(chan int64, 4)
+	go sess.EachSession(ctx, func() {
+		if _, err := sess.Conn().Create(node, nil, zk.FlagEphemeral, zkutil.OpenACL()); err != nil {
+			t.Errorf("registering: %v", err)
+		}
+		registered <- sess.ID()
+	})
+	first := <-registered
+	created := waitNode(t, watcher, node, true)
+
+	// Cut the session off until the server has expired it: the watcher
+	// sees the ephemeral znode go.
+	d.cut(true)
+	waitNode(t, watcher, node, false)
+	<-pokes // disconnected
+	if sess.Usable() {
+		t.Fatal("usable while cut off")
+	}
+	d.cut(false)
+	var second int64
+	select {
+	case second = <-registered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no registration in the new session")
+	}
+	if second == first || second == 0 {
+		t.Fatalf("registered again in session %x, the first was %x", second, first)
+	}
+	if again := waitNode(t, watcher, node, true); again.EphemeralOwner != second || again.Czxid == created.Czxid {
+		t.Fatalf("the znode after the expiry is owned by %x (created %d), want a new one of %x", again.EphemeralOwner, again.Czxid, second)
+	}
+}
+
+// waitNode waits, on a ZooKeeper watch, until p exists (or not).
+func waitNode(t *testing.T, conn *zk.Conn, p string, exists bool) *zk.Stat {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		ok, stat, ch, err := conn.ExistsW(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok == exists {
+			return stat
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%s exists=%v for 30s", p, ok)
+		}
+	}
+}
+
+// cuttable dials TCP; while cut it drops its connection and refuses new ones.
+type cuttable struct {
+	mu   sync.Mutex
+	off  bool
+	conn net.Conn
+}
+
+func (c *cuttable) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.off {
+		return nil, errors.New("cut")
+	}
+	conn, err := net.DialTimeout(network, addr, timeout)
+	c.conn = conn
+	return conn, err
+}
+
+func (c *cuttable) cut(off bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off = off
+	if off && c.conn != nil {
+		_ = c.conn.Close()
+	}
+}
