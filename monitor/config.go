@@ -1,18 +1,15 @@
 package monitor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/hotpair/hotpair/internal/yamlconf"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/core"
@@ -21,8 +18,9 @@ import (
 
 // Config is the monitor daemon's YAML configuration (`hotpair monitor
 // --config FILE`). The pure core's keys (window, rules, decision, stagger)
-// are top-level keys of the same file. Decoding is strict: an unknown key is
-// an error. docs/monitor.md lists every key with its default.
+// are top-level keys of the same file. Decoding is strict (yamlconf, as for
+// every hotpair config): an unknown key is an error. docs/monitor.md lists
+// every key with its default.
 type Config struct {
 	// ID names this replica in the election, the status and the logs.
 	// Default: hostname-pid.
@@ -99,14 +97,14 @@ func DefaultConfig() Config {
 	}
 }
 
-// ParseConfig decodes YAML strictly over the defaults and validates it.
+// ParseConfig decodes YAML strictly (yamlconf: an unknown key, a bad
+// value or a duration without a unit is an error naming the key and its
+// line) over the defaults and validates it.
 func ParseConfig(b []byte) (Config, error) {
 	c := DefaultConfig()
 	c.Services = nil
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("%w: %v%s", ErrConfig, err, yamlHint(err))
+	if err := yamlconf.Decode(b, &c); err != nil {
+		return Config{}, fmt.Errorf("%w: %v; docs/monitor.md lists every key", ErrConfig, err)
 	}
 	if c.Services == nil {
 		c.Services = pipeline.Services()
@@ -115,17 +113,6 @@ func ParseConfig(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
-}
-
-// yamlHint says how to fix the usual YAML mistakes.
-func yamlHint(err error) string {
-	switch s := err.Error(); {
-	case strings.Contains(s, "not found in type"):
-		return " (an unknown key: check its spelling and indentation; docs/monitor.md lists every key)"
-	case strings.Contains(s, "into time.Duration"):
-		return " (a duration needs a unit, e.g. 2m, 10s or 500ms)"
-	}
-	return ""
 }
 
 // LoadConfig reads and parses a config file.

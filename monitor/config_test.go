@@ -10,8 +10,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/yamlconf"
+	"github.com/hotpair/hotpair/internal/yamlconftest"
 	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/monitor/core"
 )
 
 func TestExampleConfigIsTheDefaults(t *testing.T) {
@@ -40,9 +41,28 @@ func TestMinimalConfigGetsDefaults(t *testing.T) {
 	}
 }
 
+// Every key of the pure core is read from the monitor's file (the core's
+// keys are top-level keys of it).
+func TestEveryCoreKeyIsRead(t *testing.T) {
+	c, err := LoadConfig("testdata/core-keys.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := core.Config{
+		Window: 30 * time.Second,
+		Rules: core.Rules{SampleInterval: 5 * time.Second, HeartbeatMissed: 4, PartitionGrace: 40 * time.Second,
+			RateRatio: 0.25, RateReference: 2.5, LagLimit: 90 * time.Second, CatchUpLag: 10 * time.Second},
+		Decision: core.DecisionConfig{Preferred: "standby", FailoverAfter: 2, Grace: 15 * time.Minute},
+		Stagger:  core.StaggerConfig{Period: 2 * time.Hour},
+	}
+	if c.Config != want {
+		t.Fatalf("got %+v\nwant %+v", c.Config, want)
+	}
+}
+
 // Every rejected case has its file; the error names the key and the fix.
 func TestBadConfigs(t *testing.T) {
-	yamlconf.CheckBadConfigs(t, "testdata/bad-*.yml", 20, func(path string) error {
+	yamlconftest.CheckBadConfigs(t, "testdata/bad-*.yml", 20, func(path string) error {
 		_, err := LoadConfig(path)
 		if err != nil && !errors.Is(err, ErrConfig) {
 			t.Errorf("error does not wrap ErrConfig: %v", err)

@@ -51,15 +51,15 @@ type TopicConfig struct {
 
 // AggregatorConfig is the window configuration.
 type AggregatorConfig struct {
-	Window    yamlconf.Duration `yaml:"window"`
-	Lateness  yamlconf.Duration `yaml:"lateness"`
-	MaxFuture yamlconf.Duration `yaml:"max_future"`
-	IdleClose yamlconf.Duration `yaml:"idle_close"`
+	Window    time.Duration `yaml:"window"`
+	Lateness  time.Duration `yaml:"lateness"`
+	MaxFuture time.Duration `yaml:"max_future"`
+	IdleClose time.Duration `yaml:"idle_close"`
 }
 
 // HealthConfig is the health sampling configuration.
 type HealthConfig struct {
-	SampleInterval yamlconf.Duration `yaml:"sample_interval"`
+	SampleInterval time.Duration `yaml:"sample_interval"`
 }
 
 // HTTPConfig is where /metrics and /healthz are served.
@@ -74,10 +74,10 @@ func DefaultConfig() Config {
 		Topics:     TopicConfig{Partitions: 8, Replication: 3, Create: true},
 		Stages:     Stages(),
 		Storage:    statestore.Config{Backend: statestore.BackendLevelDB, Dir: "hotpair-state"},
-		Aggregator: AggregatorConfig{Window: yamlconf.Duration(10 * time.Second), Lateness: yamlconf.Duration(5 * time.Second), MaxFuture: yamlconf.Duration(time.Hour), IdleClose: yamlconf.Duration(10 * time.Second)},
+		Aggregator: AggregatorConfig{Window: 10 * time.Second, Lateness: 5 * time.Second, MaxFuture: time.Hour, IdleClose: 10 * time.Second},
 		Pacer:      DefaultPacerConfig(),
 		Bidder:     DefaultBidderConfig(),
-		Health:     HealthConfig{SampleInterval: yamlconf.Duration(10 * time.Second)},
+		Health:     HealthConfig{SampleInterval: 10 * time.Second},
 		HTTP:       HTTPConfig{Listen: ":9464"},
 	}
 }
@@ -106,16 +106,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("topics.replication must be at least 1, got %d (use 1 on a single-broker cluster)", c.Topics.Replication)
 	case len(c.Stages) == 0:
 		return fmt.Errorf("stages: name at least one of %v", Stages())
-	case c.Aggregator.Window.D() < 10*time.Millisecond:
-		return fmt.Errorf("aggregator.window must be at least 10ms, got %s", c.Aggregator.Window.D())
-	case c.Aggregator.Lateness.D() < 0:
-		return fmt.Errorf("aggregator.lateness must not be negative, got %s", c.Aggregator.Lateness.D())
-	case c.Aggregator.MaxFuture.D() <= 0:
-		return fmt.Errorf("aggregator.max_future must be positive, got %s", c.Aggregator.MaxFuture.D())
-	case c.Aggregator.IdleClose.D() <= 0:
-		return fmt.Errorf("aggregator.idle_close must be positive, got %s", c.Aggregator.IdleClose.D())
-	case c.Health.SampleInterval.D() < 100*time.Millisecond:
-		return fmt.Errorf("health.sample_interval must be at least 100ms, got %s", c.Health.SampleInterval.D())
+	case c.Aggregator.Window < 10*time.Millisecond:
+		return fmt.Errorf("aggregator.window must be at least 10ms, got %s", c.Aggregator.Window)
+	case c.Aggregator.Lateness < 0:
+		return fmt.Errorf("aggregator.lateness must not be negative, got %s", c.Aggregator.Lateness)
+	case c.Aggregator.MaxFuture <= 0:
+		return fmt.Errorf("aggregator.max_future must be positive, got %s", c.Aggregator.MaxFuture)
+	case c.Aggregator.IdleClose <= 0:
+		return fmt.Errorf("aggregator.idle_close must be positive, got %s", c.Aggregator.IdleClose)
+	case c.Health.SampleInterval < 100*time.Millisecond:
+		return fmt.Errorf("health.sample_interval must be at least 100ms, got %s", c.Health.SampleInterval)
 	}
 	for i, b := range c.Brokers {
 		if _, _, err := net.SplitHostPort(b); err != nil {
@@ -156,8 +156,8 @@ func (c Config) Options() Options {
 		Stages: c.Stages, TopicPrefix: c.TopicPrefix,
 		Partitions: c.Topics.Partitions, Replication: c.Topics.Replication, CreateTopics: c.Topics.Create,
 		Storage: c.Storage,
-		Window:  c.Aggregator.Window.D(), Lateness: c.Aggregator.Lateness.D(), MaxFuture: c.Aggregator.MaxFuture.D(), IdleClose: c.Aggregator.IdleClose.D(),
-		SampleInterval: c.Health.SampleInterval.D(),
+		Window:  c.Aggregator.Window, Lateness: c.Aggregator.Lateness, MaxFuture: c.Aggregator.MaxFuture, IdleClose: c.Aggregator.IdleClose,
+		SampleInterval: c.Health.SampleInterval,
 		Pacer:          c.Pacer, Bidder: c.Bidder,
 		Registry: c.registry(),
 	}

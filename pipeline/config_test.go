@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/yamlconf"
+	"github.com/hotpair/hotpair/internal/yamlconftest"
 )
 
 func TestLoadConfigEveryKey(t *testing.T) {
@@ -39,7 +39,7 @@ func TestLoadConfigEveryKey(t *testing.T) {
 
 // Every testdata/bad-*.yml is rejected with an error naming the key.
 func TestConfigRejects(t *testing.T) {
-	yamlconf.CheckBadConfigs(t, "testdata/bad-*.yml", 10, func(path string) error {
+	yamlconftest.CheckBadConfigs(t, "testdata/bad-*.yml", 10, func(path string) error {
 		c, err := LoadConfig(path)
 		if err == nil {
 			err = c.Validate()

@@ -152,7 +152,7 @@ func NewVerifier(o VerifyOptions) (*Verifier, error) {
 	// idle_close and their end plus lateness has passed: without the
 	// pipeline's drain metrics, only that long a quiet time is safe.
 	a := cfg.Aggregator
-	v.quietBlind = a.Window.D() + a.Lateness.D() + a.IdleClose.D() + 3*time.Second
+	v.quietBlind = a.Window + a.Lateness + a.IdleClose + 3*time.Second
 	v.quietDrained = 2 * time.Second
 	if o.Settle > 0 {
 		v.quietBlind, v.quietDrained = o.Settle, o.Settle

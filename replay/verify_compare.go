@@ -146,7 +146,7 @@ func comparePerf(base, cand PerfStats, th Thresholds) []PerfRegression {
 		if math.IsNaN(b) {
 			b = 0
 		}
-		if limit := b*(1+th.LagP99Increase) + th.LagP99Slack.D().Seconds(); c > limit {
+		if limit := b*(1+th.LagP99Increase) + th.LagP99Slack.Seconds(); c > limit {
 			out = append(out, PerfRegression{"lag_p99_seconds/" + stage, b, c, limit,
 				fmt.Sprintf("%s event-lag p99 %.3fs, above the limit %.3fs (baseline %.3fs)", stage, c, limit, b)})
 		}

@@ -23,8 +23,8 @@ type Thresholds struct {
 	ThroughputDrop float64 `yaml:"throughput_drop"`
 	// LagP99Increase and LagP99Slack bound every stage's event-lag p99:
 	// candidate <= baseline × (1 + increase) + slack. Defaults 0.5 and 250ms.
-	LagP99Increase float64           `yaml:"lag_p99_increase"`
-	LagP99Slack    yamlconf.Duration `yaml:"lag_p99_slack"`
+	LagP99Increase float64       `yaml:"lag_p99_increase"`
+	LagP99Slack    time.Duration `yaml:"lag_p99_slack"`
 	// CPUIncrease and CPUSlackSeconds bound the CPU seconds used while the
 	// recording played and drained. Defaults 0.5 and 2s.
 	CPUIncrease     float64 `yaml:"cpu_increase"`
@@ -39,7 +39,7 @@ type Thresholds struct {
 func DefaultThresholds() Thresholds {
 	return Thresholds{
 		PacingRateAbs: 0.05, BidMultiplierRel: 0.05, ThroughputDrop: 0.2,
-		LagP99Increase: 0.5, LagP99Slack: yamlconf.Duration(250 * time.Millisecond),
+		LagP99Increase: 0.5, LagP99Slack: 250 * time.Millisecond,
 		CPUIncrease: 0.5, CPUSlackSeconds: 2, MemoryIncrease: 0.5, MemorySlackMiB: 64,
 	}
 }
@@ -52,9 +52,9 @@ type VerifyConfig struct {
 	// pipelines drained, before outputs are compared. Default 2s (or the
 	// pipeline's window + lateness + idle_close + 3s for a build that does
 	// not report its open windows).
-	Settle yamlconf.Duration `yaml:"settle"`
+	Settle time.Duration `yaml:"settle"`
 	// Timeout bounds the whole verification. Default 10m.
-	Timeout yamlconf.Duration `yaml:"timeout"`
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // LoadVerifyConfig reads a verify config over the defaults and validates it.
@@ -71,11 +71,11 @@ func LoadVerifyConfig(path string) (VerifyConfig, error) {
 
 // Validate checks every key; errors name the key and the fix.
 func (c VerifyConfig) Validate() error {
-	if c.Settle.D() < 0 {
-		return fmt.Errorf("settle must not be negative, got %s", c.Settle.D())
+	if c.Settle < 0 {
+		return fmt.Errorf("settle must not be negative, got %s", c.Settle)
 	}
-	if c.Timeout.D() < 0 {
-		return fmt.Errorf("timeout must not be negative, got %s", c.Timeout.D())
+	if c.Timeout < 0 {
+		return fmt.Errorf("timeout must not be negative, got %s", c.Timeout)
 	}
 	return c.Thresholds.Validate()
 }
@@ -102,8 +102,8 @@ func (t Thresholds) Validate() error {
 			return fmt.Errorf("thresholds.%s must not be negative, got %g", f.key, f.v)
 		}
 	}
-	if t.LagP99Slack.D() < 0 {
-		return fmt.Errorf("thresholds.lag_p99_slack must not be negative, got %s", t.LagP99Slack.D())
+	if t.LagP99Slack < 0 {
+		return fmt.Errorf("thresholds.lag_p99_slack must not be negative, got %s", t.LagP99Slack)
 	}
 	return nil
 }

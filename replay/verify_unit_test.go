@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/hotpair/hotpair/internal/yamlconf"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -147,7 +146,7 @@ func TestVerifyConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Thresholds.PacingRateAbs != 0.1 || c.Thresholds.LagP99Slack != yamlconf.Duration(time.Second) || c.Settle.D() != 20*time.Second ||
+	if c.Thresholds.PacingRateAbs != 0.1 || c.Thresholds.LagP99Slack != time.Second || c.Settle != 20*time.Second ||
 		c.Thresholds.BidMultiplierRel != DefaultThresholds().BidMultiplierRel {
 		t.Fatalf("config %+v", c)
 	}

@@ -430,10 +430,10 @@ func runReplayVerify(ctx context.Context, a *app, args []string) int {
 		}
 		o.Thresholds = cfg.Thresholds
 		if o.Settle == 0 {
-			o.Settle = cfg.Settle.D()
+			o.Settle = cfg.Settle
 		}
 		if o.Timeout == 0 {
-			o.Timeout = cfg.Timeout.D()
+			o.Timeout = cfg.Timeout
 		}
 	}
 	var err error

@@ -1,5 +1,9 @@
-// Package yamlconf decodes daemon configs strictly: unknown keys are errors,
-// and every error names the key it is about, with its line.
+// Package yamlconf is the one decoder of hotpair's YAML configs (pipeline,
+// monitor, replay verify). It decodes strictly: an unknown key is an error,
+// and every error names the key it is about, its line and the fix.
+//
+// Durations are time.Duration fields written as Go durations ("500ms",
+// "10s", "2m", "1h30m"); a bare number is an error, never nanoseconds.
 package yamlconf
 
 import (
@@ -11,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -44,7 +47,7 @@ func Decode(b []byte, out any) error {
 	keys := keyLines(&root)
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		// A field's own UnmarshalYAML (Duration) reports "line N: ...".
+		// A field's own UnmarshalYAML reports "line N: ...".
 		return errors.New(nameKey(err.Error(), keys))
 	}
 	msgs := make([]string, 0, len(te.Errors))
@@ -54,7 +57,10 @@ func Decode(b []byte, out any) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-var lineRe = regexp.MustCompile(`^line (\d+): (.*)$`)
+var (
+	lineRe     = regexp.MustCompile(`^line (\d+): (.*)$`)
+	durationRe = regexp.MustCompile("^cannot unmarshal !!\\w+ `(.*)` into time.Duration$")
+)
 
 // nameKey rewrites "line N: msg" as "key a.b (line N): msg".
 func nameKey(msg string, keys map[int]string) string {
@@ -70,6 +76,9 @@ func nameKey(msg string, keys map[int]string) string {
 	text := m[2]
 	if strings.HasPrefix(text, "field ") && strings.Contains(text, " not found in type ") {
 		text = "unknown key (check its spelling and indentation)"
+	}
+	if d := durationRe.FindStringSubmatch(text); d != nil {
+		text = fmt.Sprintf("%q is not a duration (write e.g. 500ms, 10s, 2m)", d[1])
 	}
 	return fmt.Sprintf("key %s (line %d): %s", k, n, text)
 }
@@ -108,22 +117,3 @@ func keyLines(n *yaml.Node) map[int]string {
 	walk(n, "")
 	return out
 }
-
-// Duration is a time.Duration written as "10s", "2m", "1h30m".
-type Duration time.Duration
-
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (write e.g. 500ms, 10s, 2m)", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalYAML writes the duration as a string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }

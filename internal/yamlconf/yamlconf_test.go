@@ -3,20 +3,22 @@ package yamlconf
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 type cfg struct {
 	Side   string `yaml:"side"`
 	Nested struct {
-		Window Duration `yaml:"window"`
-		Count  int      `yaml:"count"`
+		Window time.Duration `yaml:"window"`
+		Count  int           `yaml:"count"`
 	} `yaml:"nested"`
 }
 
 func TestDecodeNamesTheKey(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"unknown key", "side: primary\nnested:\n  windwo: 10s\n", "key nested.windwo (line 3): unknown key"},
-		{"bad duration", "nested:\n  window: 10x\n", `key nested.window (line 2): "10x" is not a duration`},
+		{"bad duration", "nested:\n  window: 10x\n", `key nested.window (line 2): "10x" is not a duration (write e.g. 500ms, 10s, 2m)`},
+		{"duration without a unit", "side: a\nnested:\n  window: 120\n", `key nested.window (line 3): "120" is not a duration (write e.g. 500ms, 10s, 2m)`},
 		{"wrong type", "nested:\n  count: many\n", "key nested.count (line 2): cannot unmarshal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -31,7 +33,7 @@ func TestDecodeNamesTheKey(t *testing.T) {
 	if err := Decode([]byte("side: standby\nnested:\n  window: 2m\n  count: 3\n"), &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Side != "standby" || c.Nested.Window.D().Minutes() != 2 || c.Nested.Count != 3 {
+	if c.Side != "standby" || c.Nested.Window != 2*time.Minute || c.Nested.Count != 3 {
 		t.Fatalf("decoded %+v", c)
 	}
 	if err := Decode(nil, &c); err != nil {

@@ -1,20 +1,16 @@
 package core
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Config holds every threshold of the pure core. The monitor daemon's YAML
-// embeds it inline, so its keys are top-level keys of that file:
+// embeds it inline, so its keys are top-level keys of that file (decoded,
+// like every config, by internal/yamlconf through monitor.ParseConfig):
 //
 //	window: 2m
 //	rules:
@@ -162,23 +158,4 @@ func (c Config) Validate() error {
 		bad("stagger.period", "must not be negative (0 turns the check off, e.g. 1h), got %s", c.Stagger.Period)
 	}
 	return errors.Join(errs...)
-}
-
-// ParseConfig decodes YAML strictly (an unknown key is an error) over the
-// defaults and validates the result.
-func ParseConfig(b []byte) (Config, error) {
-	c := DefaultConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		hint := ""
-		if strings.Contains(err.Error(), "time.Duration") {
-			hint = " (write durations with a unit, e.g. 2m or 45s)"
-		}
-		return Config{}, fmt.Errorf("%w: %v%s", ErrInvalidConfig, err, hint)
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
 }

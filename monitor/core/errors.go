@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// ErrInvalidConfig is wrapped by every error of Config.Validate and ParseConfig.
+// ErrInvalidConfig is wrapped by every error of Config.Validate.
 var ErrInvalidConfig = errors.New("monitor: invalid config")
 
 // ErrInvalidSelection is returned by StateFromSelection when a persisted

@@ -1,4 +1,6 @@
-package yamlconf
+// Package yamlconftest checks strict configs in tests. It is imported by
+// tests only, so the binary never links package testing.
+package yamlconftest
 
 import (
 	"os"
