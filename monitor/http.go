@@ -1,12 +1,12 @@
 package monitor
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hotpair/hotpair/internal/httpserver"
 	"github.com/hotpair/hotpair/internal/znode"
 )
 
@@ -51,10 +51,7 @@ func (m *Monitor) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (m *Monitor) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(m.Status())
+	httpserver.WriteJSON(w, http.StatusOK, m.Status())
 }
 
 // Status returns the replica's view: what is published, its own latest

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/internal/httpserver"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/core"
@@ -154,9 +154,10 @@ func (m *Monitor) Kill() {
 }
 
 // Run runs the replica until ctx ends (nil error), Kill (ErrKilled), or a
-// fatal error: the HTTP address cannot be bound, or ZooKeeper's ACLs refuse
-// the monitor identity (ErrACL). A ZooKeeper or Kafka outage is not fatal:
-// the replica keeps evaluating and catches up when they return.
+// fatal error: the HTTP address cannot be bound or serving it fails, or
+// ZooKeeper's ACLs refuse the monitor identity (ErrACL). A ZooKeeper or
+// Kafka outage is not fatal: the replica keeps evaluating and catches up
+// when they return.
 func (m *Monitor) Run(ctx context.Context) error {
 	if !m.ran.CompareAndSwap(false, true) {
 		return errors.New("monitor: Run called twice")
@@ -175,26 +176,25 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	m.killMu.Unlock()
 
-	var ln net.Listener
+	var srv *httpserver.Server
 	if m.cfg.HTTP.Listen != "off" {
-		if ln, err = net.Listen("tcp", m.cfg.HTTP.Listen); err != nil {
+		if srv, err = httpserver.Listen(m.cfg.HTTP.Listen, m.Handler()); err != nil {
 			sess.Close()
 			return fmt.Errorf("monitor: http.listen: %w", err)
 		}
-		addr := ln.Addr().String()
+		addr := srv.Addr().String()
 		m.httpAddr.Store(&addr)
 	}
-	fatal := make(chan error, 1)
+	// One slot per goroutine that may fail (layout, two consumers, HTTP),
+	// so none blocks once Run stopped reading.
+	fatal := make(chan error, 4)
 	var wg sync.WaitGroup
 	m.start(ctx, &wg, sess, fatal)
-	if ln != nil {
-		srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		wg.Go(func() { _ = srv.Serve(ln) })
+	if srv != nil {
 		wg.Go(func() {
-			<-ctx.Done()
-			sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
-			defer c()
-			_ = srv.Shutdown(sctx)
+			if err := srv.Serve(ctx); err != nil {
+				fatal <- fmt.Errorf("monitor: %w", err)
+			}
 		})
 	}
 	m.log.Info("monitor started", "zk", m.cfg.ZK.Servers, "root", m.paths.Root, "window", m.cfg.Window,

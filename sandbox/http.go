@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hotpair/hotpair/internal/httpserver"
 	"github.com/hotpair/hotpair/pipeline"
 	"github.com/hotpair/hotpair/selector"
 )
@@ -22,29 +22,23 @@ import (
 //	/api/v1/sandbox       addresses, load, ingest, the read side's view, recent events
 //	/api/v1/events        the timeline (?since=RFC3339)
 //	/metrics              every part's metrics
-func (s *Sandbox) startHTTP(ctx context.Context) error {
+func (s *Sandbox) startHTTP(context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle("/", s.monitors.handler())
-	mux.HandleFunc("GET /api/v1/faults", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Faults()) })
+	mux.HandleFunc("GET /api/v1/faults", func(w http.ResponseWriter, _ *http.Request) { httpserver.WriteJSON(w, http.StatusOK, s.Faults()) })
 	mux.HandleFunc("POST /api/v1/faults", s.postFault)
-	mux.HandleFunc("DELETE /api/v1/faults", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.HealAll()) })
+	mux.HandleFunc("DELETE /api/v1/faults", func(w http.ResponseWriter, _ *http.Request) { httpserver.WriteJSON(w, http.StatusOK, s.HealAll()) })
 	mux.HandleFunc("DELETE /api/v1/faults/{id}", s.deleteFault)
-	mux.HandleFunc("GET /api/v1/sandbox", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.State()) })
+	mux.HandleFunc("GET /api/v1/sandbox", func(w http.ResponseWriter, _ *http.Request) { httpserver.WriteJSON(w, http.StatusOK, s.State()) })
 	mux.HandleFunc("GET /api/v1/events", s.getEvents)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.regs, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 
-	l, err := net.Listen("tcp", s.opts.HTTP)
+	srv, err := httpserver.Listen(s.opts.HTTP, mux)
 	if err != nil {
 		return err
 	}
-	s.httpAddr = l.Addr().String()
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	s.onStop(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
+	s.httpAddr = srv.Addr().String()
+	s.goRun("HTTP server", srv.Serve)
 	return nil
 }
 
@@ -52,30 +46,22 @@ type apiError struct {
 	Error string `json:"error"`
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
 func (s *Sandbox) postFault(w http.ResponseWriter, r *http.Request) {
 	var spec FaultSpec
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		writeJSON(w, http.StatusBadRequest, apiError{"body must be a JSON fault: " + err.Error()})
+		httpserver.WriteJSON(w, http.StatusBadRequest, apiError{"body must be a JSON fault: " + err.Error()})
 		return
 	}
 	f, err := s.Inject(spec)
 	switch {
 	case errors.Is(err, ErrBadFault), errors.Is(err, errNoLocalZK), errors.Is(err, pipeline.ErrNoSuchStage):
-		writeJSON(w, http.StatusBadRequest, apiError{err.Error()})
+		httpserver.WriteJSON(w, http.StatusBadRequest, apiError{err.Error()})
 	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, apiError{err.Error()})
+		httpserver.WriteJSON(w, http.StatusInternalServerError, apiError{err.Error()})
 	default:
-		writeJSON(w, http.StatusCreated, f)
+		httpserver.WriteJSON(w, http.StatusCreated, f)
 	}
 }
 
@@ -83,11 +69,11 @@ func (s *Sandbox) deleteFault(w http.ResponseWriter, r *http.Request) {
 	f, err := s.Heal(r.PathValue("id"))
 	switch {
 	case errors.Is(err, ErrNoSuchFault):
-		writeJSON(w, http.StatusNotFound, apiError{err.Error()})
+		httpserver.WriteJSON(w, http.StatusNotFound, apiError{err.Error()})
 	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, apiError{err.Error()})
+		httpserver.WriteJSON(w, http.StatusInternalServerError, apiError{err.Error()})
 	default:
-		writeJSON(w, http.StatusOK, f)
+		httpserver.WriteJSON(w, http.StatusOK, f)
 	}
 }
 
@@ -96,12 +82,12 @@ func (s *Sandbox) getEvents(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, apiError{"since must be an RFC 3339 time"})
+			httpserver.WriteJSON(w, http.StatusBadRequest, apiError{"since must be an RFC 3339 time"})
 			return
 		}
 		since = t
 	}
-	writeJSON(w, http.StatusOK, s.events.since(since))
+	httpserver.WriteJSON(w, http.StatusOK, s.events.since(since))
 }
 
 // State is the sandbox at a glance.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hotpair/hotpair/internal/httpserver"
 )
 
 // ServerOptions configure a Server (hotpair selectord).
@@ -78,36 +80,36 @@ func (s *Server) Handler() http.Handler { return s.mux }
 
 // Run runs the selector and the HTTP server until ctx is done.
 func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.o.Addr)
+	srv, err := httpserver.Listen(s.o.Addr, s.mux)
 	if err != nil {
 		return fmt.Errorf("selectord: %w", err)
 	}
 	if s.o.OnListening != nil {
-		s.o.OnListening(ln.Addr())
+		s.o.OnListening(srv.Addr())
 	}
-	s.log.Info("selectord: listening", "addr", ln.Addr().String())
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	s.log.Info("selectord: listening", "addr", srv.Addr().String())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	selDone := make(chan error, 1)
 	go func() { selDone <- s.o.Selector.Run(ctx) }()
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- srv.Serve(ln) }()
+	go func() { httpDone <- srv.Serve(ctx) }() // long polls and streams end with ctx
+	// Whichever ends first (ctx, a failure to serve, the selector) ends both.
+	var httpErr, selErr error
 	select {
-	case err = <-httpDone:
-		err = fmt.Errorf("selectord: %w", err)
-	case err = <-selDone:
+	case httpErr = <-httpDone:
+		cancel()
+		selErr = <-selDone
+	case selErr = <-selDone:
+		cancel()
+		httpErr = <-httpDone
 	case <-ctx.Done():
+		httpErr, selErr = <-httpDone, <-selDone
 	}
-	shut, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer stop()
-	_ = srv.Shutdown(shut) // long polls and streams end with ctx (BaseContext)
-	cancel()
-	if e := <-selDone; err == nil {
-		err = e
+	if httpErr != nil {
+		return fmt.Errorf("selectord: %w", httpErr)
 	}
-	return err
+	return selErr
 }
 
 // selection answers GET /v1/selection, as a long poll when asked.
@@ -130,7 +132,7 @@ func (s *Server) selection(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set(TagHeader, st.Tag)
-	writeJSON(w, http.StatusOK, st)
+	httpserver.WriteJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) waitParam(r *http.Request) (time.Duration, error) {
@@ -188,7 +190,7 @@ type health struct {
 // its last snapshot through ZooKeeper outages (fail static).
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	st, _ := s.o.Selector.Status(time.Now())
-	writeJSON(w, http.StatusOK, health{ZKConnected: st.ZKConnected, Ready: s.o.Selector.Ready(), Tag: st.Tag})
+	httpserver.WriteJSON(w, http.StatusOK, health{ZKConnected: st.ZKConnected, Ready: s.o.Selector.Ready(), Tag: st.Tag})
 }
 
 // readyz answers 200 once every watched service has a selection read from
@@ -200,18 +202,9 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if !h.Ready {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, h)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	httpserver.WriteJSON(w, code, h)
 }
 
 func httpError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+	httpserver.WriteJSON(w, code, map[string]string{"error": msg})
 }

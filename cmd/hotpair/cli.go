@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -62,4 +63,11 @@ func (l *listFlag) Set(s string) error {
 		}
 	}
 	return nil
+}
+
+// printJSON prints v as indented JSON: the --json output of every command.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

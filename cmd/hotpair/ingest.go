@@ -60,7 +60,7 @@ func runIngest(ctx context.Context, a *app, args []string) int {
 		return 1
 	}
 	if *httpAddr != "" {
-		if _, err := serveHTTP(ctx, *httpAddr, metricsMux(reg)); err != nil {
+		if _, err := serveHTTP(ctx, a.logger, *httpAddr, metricsMux(reg)); err != nil {
 			fmt.Fprintln(a.stderr, "hotpair ingest: --http:", err)
 			return 1
 		}

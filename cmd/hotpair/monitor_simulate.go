@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -327,9 +326,7 @@ func printSimulationJSON(w io.Writer, cfg core.Config, res core.SimResult) error
 	if out.Switches == nil {
 		out.Switches = []core.Switch{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out); err != nil {
+	if err := printJSON(w, out); err != nil {
 		return errors.Join(errors.New("encoding the result"), err)
 	}
 	return nil

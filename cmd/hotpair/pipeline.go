@@ -84,7 +84,7 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 			}
 			_, _ = w.Write([]byte("ready\n"))
 		})
-		addr, err := serveHTTP(ctx, cfg.HTTP.Listen, mux)
+		addr, err := serveHTTP(ctx, a.logger, cfg.HTTP.Listen, mux)
 		if err != nil {
 			fmt.Fprintln(a.stderr, "hotpair pipeline: http.listen:", err)
 			return 1

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -146,7 +147,7 @@ func runReplayRecord(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "%v", err)
 	}
 	o.Progress, o.ProgressInterval = progressPrinter(a.stderr, *progress)
-	if o.Registerer, err = serveReplayMetrics(ctx, *httpAddr); err != nil {
+	if o.Registerer, err = serveReplayMetrics(ctx, a.logger, *httpAddr); err != nil {
 		fmt.Fprintln(a.stderr, "hotpair replay record: --http:", err)
 		return 1
 	}
@@ -200,12 +201,12 @@ func progressLine(p replay.Progress) string {
 
 // serveReplayMetrics returns the registry a recorder or player registers
 // on, served on addr until ctx ends when addr is set.
-func serveReplayMetrics(ctx context.Context, addr string) (*prometheus.Registry, error) {
+func serveReplayMetrics(ctx context.Context, log *slog.Logger, addr string) (*prometheus.Registry, error) {
 	reg := newRegistry()
 	if addr == "" {
 		return reg, nil
 	}
-	_, err := serveHTTP(ctx, addr, metricsMux(reg))
+	_, err := serveHTTP(ctx, log, addr, metricsMux(reg))
 	return reg, err
 }
 
@@ -234,16 +235,15 @@ func runReplayInspect(_ context.Context, a *app, args []string) int {
 		return 1
 	}
 	if *asJSON {
-		return writeJSON(a, in)
+		return replayJSON(a, in)
 	}
 	in.WriteText(a.stdout)
 	return 0
 }
 
-func writeJSON(a *app, v any) int {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+// replayJSON prints v as the JSON output of a replay command.
+func replayJSON(a *app, v any) int {
+	if err := printJSON(a.stdout, v); err != nil {
 		fmt.Fprintln(a.stderr, "hotpair replay:", err)
 		return 1
 	}
@@ -349,7 +349,7 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	if o.Filter, err = ff.filter(); err != nil {
 		return usageError(fs, a.stderr, "%v", err)
 	}
-	if o.Registerer, err = serveReplayMetrics(ctx, *httpAddr); err != nil {
+	if o.Registerer, err = serveReplayMetrics(ctx, a.logger, *httpAddr); err != nil {
 		fmt.Fprintln(a.stderr, "hotpair replay play: --http:", err)
 		return 1
 	}
@@ -360,7 +360,7 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	runErr := p.Run(ctx)
 	rep := p.Report()
 	if *asJSON {
-		writeJSON(a, rep)
+		replayJSON(a, rep)
 	} else if rep.Mode != "" {
 		rep.WriteText(a.stdout)
 	}
@@ -454,7 +454,7 @@ func runReplayVerify(ctx context.Context, a *app, args []string) int {
 		}
 	}
 	if *asJSON {
-		writeJSON(a, rep)
+		replayJSON(a, rep)
 	} else {
 		rep.WriteText(a.stdout)
 	}

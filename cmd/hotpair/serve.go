@@ -2,14 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
+	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hotpair/hotpair/internal/httpserver"
 )
 
 // newRegistry returns a registry with the Go runtime and process collectors.
@@ -28,23 +29,17 @@ func metricsMux(g prometheus.Gatherer) *http.ServeMux {
 }
 
 // serveHTTP listens on addr and serves h until ctx ends. It returns the
-// address it listens on (useful with port 0).
-func serveHTTP(ctx context.Context, addr string, h http.Handler) (net.Addr, error) {
-	l, err := net.Listen("tcp", addr)
+// address it listens on (useful with port 0); a failure to serve later is
+// logged, and the command goes on with its work.
+func serveHTTP(ctx context.Context, log *slog.Logger, addr string, h http.Handler) (net.Addr, error) {
+	srv, err := httpserver.Listen(addr, h)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = l.Close()
+		if err := srv.Serve(ctx); err != nil {
+			log.Error("no more /metrics: the HTTP server stopped", "err", err)
 		}
 	}()
-	return l.Addr(), nil
+	return srv.Addr(), nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -98,9 +97,7 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		return 1
 	}
 	if *asJSON {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(st)
+		err = printJSON(a.stdout, st)
 	} else {
 		err = monitor.WriteStatusText(a.stdout, st)
 	}
