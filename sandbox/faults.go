@@ -211,8 +211,12 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 		f.heal = func() error { return s.pipes[p.Side].Pause(p.Service, false) }
 	case FaultFlap:
 		pipe := s.pipes[p.Side]
-		go flap(pipe, p.Service, p.period, f.stop)
-		f.heal = func() error { return pipe.Pause(p.Service, false) }
+		pause := func(paused bool) error { return pipe.Pause(p.Service, paused) }
+		if err := pause(true); err != nil {
+			return err // the first stall did not happen: no fault
+		}
+		go flap(pause, p.period, f.stop, func(err error) { fs.flapFailed(f, err) })
+		f.heal = func() error { return pause(false) }
 	case FaultLag:
 		if err := s.ingest.SetDelay(p.Side, p.lag); err != nil {
 			return err
@@ -253,10 +257,11 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 	return nil
 }
 
-// flap pauses and resumes a stage every period until stop is closed.
-func flap(p *pipeline.Pipeline, stage string, period time.Duration, stop <-chan struct{}) {
+// flap resumes and pauses a stage (paused when it starts) every period
+// until stop is closed. A pause or resume that fails ends the flapping and
+// goes to failed: the fault no longer does what it says.
+func flap(pause func(paused bool) error, period time.Duration, stop <-chan struct{}, failed func(error)) {
 	paused := true
-	_ = p.Pause(stage, paused)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -265,9 +270,19 @@ func flap(p *pipeline.Pipeline, stage string, period time.Duration, stop <-chan 
 			return
 		case <-t.C:
 			paused = !paused
-			_ = p.Pause(stage, paused)
+			if err := pause(paused); err != nil {
+				failed(err)
+				return
+			}
 		}
 	}
+}
+
+// flapFailed reports a flap that stopped flapping, in the log and on the
+// timeline.
+func (fs *faults) flapFailed(f *Fault, err error) {
+	fs.s.log.Error("sandbox: flap fault stopped flapping", "fault", f.ID, "service", f.Service, "side", f.Side, "err", err)
+	fs.s.events.add(Event{Kind: EventFault, Service: f.Service, Side: f.Side, Detail: f.ID + " flap stopped: " + err.Error()})
 }
 
 func (fs *faults) heal(id string) (Fault, error) {

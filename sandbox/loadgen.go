@@ -74,11 +74,14 @@ type LoadStats struct {
 
 const candidatesPerRequest = 4
 
-// newCampaigns makes n campaigns with budgets sized against the rest of
-// their day: some are throttled by the pacer, some cap within minutes, one
-// reaches its lifetime budget, one has no budget row.
-func newCampaigns(n int, qps float64, now time.Time, rng *rand.Rand) []campaign {
-	zones := []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "America/Los_Angeles", "Asia/Tokyo"}
+// campaignZones are the time zones of the sandbox's campaigns, in turn.
+var campaignZones = []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "America/Los_Angeles", "Asia/Tokyo"}
+
+// newCampaigns makes n campaigns in zones (in turn) with budgets sized
+// against the rest of their day: some are throttled by the pacer, some cap
+// within minutes, one reaches its lifetime budget, one has no budget row.
+// A zone this machine does not know is an error.
+func newCampaigns(zones []string, n int, qps float64, now time.Time, rng *rand.Rand) ([]campaign, error) {
 	factors := []float64{0.3, 0.6, 1, 2, 4}
 	cs := make([]campaign, n)
 	total := 0.0
@@ -95,7 +98,10 @@ func newCampaigns(n int, qps float64, now time.Time, rng *rand.Rand) []campaign 
 		// Expected spend per second at rate 1: requests × chance to be a
 		// candidate × price (10% clicks at 5× the price).
 		perSec := qps * candidatesPerRequest * c.Weight / total * float64(c.PriceMicros) * 1.4
-		loc, _ := pipeline.LoadZone(c.Timezone)
+		loc, err := pipeline.LoadZone(c.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: campaign %s: %w (is the time zone database installed? apt-get install tzdata)", c.ID, err)
+		}
 		l := now.In(loc)
 		y, m, d := l.Date()
 		left := time.Date(y, m, d+1, 0, 0, 0, 0, loc).Sub(now).Seconds()
@@ -112,7 +118,7 @@ func newCampaigns(n int, qps float64, now time.Time, rng *rand.Rand) []campaign 
 		}
 		c.Budget = b
 	}
-	return cs
+	return cs, nil
 }
 
 func newLoadGen(cs []campaign, qps float64, day time.Duration, prefix string, in *pipeline.Ingester,

@@ -452,7 +452,10 @@ func (s *Sandbox) startReadSide(ctx context.Context) error {
 
 func (s *Sandbox) startLoad(ctx context.Context) error {
 	rng := mrand.New(mrand.NewPCG(s.opts.Seed, 3))
-	cs := newCampaigns(s.opts.Campaigns, s.opts.QPS, time.Now(), rng)
+	cs, err := newCampaigns(campaignZones, s.opts.Campaigns, s.opts.QPS, time.Now(), rng)
+	if err != nil {
+		return err
+	}
 	g := newLoadGen(cs, s.opts.QPS, s.opts.Day, "", s.ingest, s.sel, s.ret, s.opts.Seed)
 	s.mu.Lock()
 	s.load = g

@@ -109,18 +109,18 @@ func faultHeal(ctx context.Context, a *app, args []string) int {
 	if !*all {
 		path += "/" + pos[0]
 	}
-	var out json.RawMessage
-	if _, err := callSandbox(ctx, http.MethodDelete, *addr, path, nil, &out); err != nil {
+	var healed []sandbox.Fault
+	var one sandbox.Fault
+	out := any(&one)
+	if *all {
+		out = &healed
+	}
+	if _, err := callSandbox(ctx, http.MethodDelete, *addr, path, nil, out); err != nil {
 		fmt.Fprintln(a.stderr, "hotpair fault heal:", err)
 		return 1
 	}
-	var healed []sandbox.Fault
-	if *all {
-		_ = json.Unmarshal(out, &healed)
-	} else {
-		var f sandbox.Fault
-		_ = json.Unmarshal(out, &f)
-		healed = append(healed, f)
+	if !*all {
+		healed = append(healed, one)
 	}
 	for _, f := range healed {
 		fmt.Fprintf(a.stdout, "%s %s healed\n", f.ID, f.Kind)
@@ -171,7 +171,10 @@ func callSandbox(ctx context.Context, method, addr, path string, body []byte, ou
 		return 0, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("reading the sandbox's answer to %s %s: %w", method, path, err)
+	}
 	if resp.StatusCode >= 300 {
 		var e struct {
 			Error string `json:"error"`
@@ -181,5 +184,12 @@ func callSandbox(ctx context.Context, method, addr, path string, body []byte, ou
 		}
 		return resp.StatusCode, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
 	}
-	return resp.StatusCode, json.Unmarshal(b, out)
+	if err := json.Unmarshal(b, out); err != nil {
+		b = bytes.TrimSpace(b)
+		if len(b) > 200 {
+			b = append(b[:200:200], "…"...)
+		}
+		return resp.StatusCode, fmt.Errorf("the sandbox's answer to %s %s is not what was expected (%w): %s", method, path, err, b)
+	}
+	return resp.StatusCode, nil
 }
