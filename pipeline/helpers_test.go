@@ -35,7 +35,7 @@ func testOptions(brokers []string, side string) Options {
 }
 
 // startPipeline runs a pipeline until the test ends (or stop is called).
-func startPipeline(t *testing.T, o Options) (p *Pipeline, stop func()) {
+func startPipeline(t testing.TB, o Options) (p *Pipeline, stop func()) {
 	t.Helper()
 	p, err := New(o)
 	if err != nil {
@@ -119,7 +119,7 @@ func (w *workload) writeBudgets(t *testing.T, in *Ingester) {
 	}
 }
 
-func (w *workload) writeEvents(t *testing.T, in *Ingester) {
+func (w *workload) writeEvents(t testing.TB, in *Ingester) {
 	for _, e := range w.events {
 		in.Write("ad-events", []byte(e.Campaign), mustJSON(t, e), nil, time.Now())
 	}

@@ -118,23 +118,35 @@ func BenchmarkMaxRate(b *testing.B) {
 	b.ReportMetric(player/raw, "player/raw")
 }
 
-// BenchmarkRatePrecision plays at 100/s and 10k/s for 5 s each, and
-// unpaced for 4 s (looping over 100k records), and reports the achieved
-// rate, its error against the target and the spread of the records the
-// target acknowledged per whole second.
+// BenchmarkRatePrecision plays at 100/s and 10k/s for 5 s each, a
+// recording retimed to 100/s at its recorded pace for 20 s, and unpaced for
+// 4 s (looping over 100k records), and reports the achieved rate, its error
+// against the target and the spread of the records the target acknowledged
+// per whole second.
 func BenchmarkRatePrecision(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		qps  float64
-		n    int
-	}{{"100", 100, 500}, {"10k", 10_000, 50_000}, {"max", 0, 100_000}} {
+		name    string
+		qps     float64
+		n       int
+		retimed bool
+	}{{"100", 100, 500, false}, {"10k", 10_000, 50_000, false}, {"retimed-100", 100, 2000, true}, {"max", 0, 100_000, false}} {
 		b.Run(c.name, func(b *testing.B) {
 			path := benchFile(b, benchRecords(c.n))
+			if c.retimed {
+				retimed := filepath.Join(b.TempDir(), "retimed.hpr")
+				if _, err := Retime(RetimeOptions{Input: path, Output: retimed, QPS: c.qps}); err != nil {
+					b.Fatal(err)
+				}
+				path = retimed
+			}
 			var rep Report
 			for b.Loop() {
 				brokers, closeCluster := benchTopic(b, 8)
 				o := PlayerOptions{Recording: path, Targets: []Target{{brokers, "in"}}, QPS: c.qps}
-				if c.qps == 0 {
+				switch {
+				case c.retimed:
+					o.QPS = 0 // the recorded pace
+				case c.qps == 0:
 					o.Unpaced, o.Loop, o.Duration = true, true, 4*time.Second
 				}
 				p, err := NewPlayer(o)
