@@ -310,7 +310,7 @@ func BenchmarkWatchPropagation(b *testing.B) {
 	b.Run("selector", func(b *testing.B) {
 		// Logs discarded: each iteration is a switch, logged at WARN.
 		sel, _ := newTestSelector(b, addr, root, WithServices(Budget), WithLogger(slog.New(slog.DiscardHandler)))
-		waitUntil(b, 10*time.Second, "the selection is read", sel.Ready)
+		waitUntil(b, &sel.changes, 10*time.Second, "the selection is read", sel.Ready)
 		epoch, _ := sel.Snapshot().Epoch(Budget)
 		var lat []time.Duration
 		for b.Loop() {

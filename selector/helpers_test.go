@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
@@ -115,16 +116,37 @@ func newTestSelector(t testing.TB, addr, root string, opts ...Option) (*Selector
 	return sel, reg
 }
 
-// waitUntil polls cond until it holds or timeout passes.
-func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// waitUntil waits until cond holds, checking it again at every change the
+// component reports (a Selector's or Views' changes), or fails after timeout.
+func waitUntil(t testing.TB, changes *changes.Feed, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := changes.Until(ctx, cond); err != nil {
+		t.Fatalf("timed out after %s waiting until %s", timeout, what)
 	}
+}
+
+// manualClock is a clock that moves only when the test says.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }
 
 // metricValue returns the value of the series name{labels} in reg (NaN-free:

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/hotpair/hotpair/internal/changes"
 )
 
 // ViewLag is how far one view (one side, one topic) is behind its topic.
@@ -43,6 +45,7 @@ type ViewLag struct {
 // lagTracker follows one side's consumed and end offsets. The consumer and
 // the measuring goroutine write it; reports read it.
 type lagTracker struct {
+	changes    *changes.Feed // told about every consumed fetch and measurement
 	mu         sync.Mutex
 	started    time.Time
 	topics     [NumServices + 1]*topicLag
@@ -65,8 +68,8 @@ type partLag struct {
 	reached          bool // next has reached an end offset at least once
 }
 
-func newLagTracker(topics [NumServices + 1]string, now time.Time) *lagTracker {
-	l := &lagTracker{started: now}
+func newLagTracker(topics [NumServices + 1]string, now time.Time, changes *changes.Feed) *lagTracker {
+	l := &lagTracker{started: now, changes: changes}
 	for _, svc := range Services() {
 		l.topics[svc] = &topicLag{name: topics[svc], parts: map[int32]*partLag{}}
 	}
@@ -84,7 +87,8 @@ func (t *topicLag) part(p int32) *partLag {
 
 // consumed records that partition p of svc's topic was applied up to next,
 // with the high watermark the fetch reported.
-func (l *lagTracker) consumed(svc Service, p int32, next, hwm int64, n int, last time.Time) {
+func (l *lagTracker) consumed(svc Service, p int32, next, hwm int64, n int, last, now time.Time) {
+	defer l.changes.Notify()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.topics[svc]
@@ -95,11 +99,12 @@ func (l *lagTracker) consumed(svc Service, p int32, next, hwm int64, n int, last
 	if last.After(t.lastRecord) {
 		t.lastRecord = last
 	}
-	t.check(time.Now())
+	t.check(now)
 }
 
 // measured records a measurement of the start and end offsets.
 func (l *lagTracker) measured(serviceOf func(string) Service, starts, ends kadm.ListedOffsets, now time.Time) {
+	defer l.changes.Notify()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.measuredAt, l.err = now, ""
@@ -129,6 +134,7 @@ func (l *lagTracker) measured(serviceOf func(string) Service, starts, ends kadm.
 
 // failed records a failed request to the cluster.
 func (l *lagTracker) failed(err error) {
+	defer l.changes.Notify()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.err = err.Error()

@@ -1,8 +1,6 @@
 package selector
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -132,7 +130,7 @@ func newViewsMetrics(reg prometheus.Registerer, v *Views) *viewsMetrics {
 			Name:        "hotpair_view_end_offsets_age_seconds",
 			Help:        "Seconds since the side's end offsets were last measured; grows while its cluster is unreachable.",
 			ConstLabels: prometheus.Labels{"side": side.String()},
-		}, func() float64 { return v.sides[side].lag.measuredAge(time.Now()).Seconds() })
+		}, func() float64 { return v.sides[side].lag.measuredAge(v.cfg.now()).Seconds() })
 	}
 	for _, svc := range Services() {
 		m.misses[svc] = misses.WithLabelValues(svc.String())

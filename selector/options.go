@@ -25,11 +25,16 @@ type CommonOption interface {
 type common struct {
 	logger *slog.Logger
 	reg    prometheus.Registerer
+	now    func() time.Time // the clock of ages and lags; tests set it
 }
 
 func defaultCommon() common {
-	return common{logger: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry()}
+	return common{logger: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry(), now: time.Now}
 }
+
+// withClock sets the clock that ages and lags are measured with (tests:
+// a snapshot's age grows without waiting). Default time.Now.
+func withClock(now func() time.Time) CommonOption { return commonOpt(func(c *common) { c.now = now }) }
 
 type commonOpt func(*common)
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 )
@@ -32,7 +33,8 @@ type Selector struct {
 	started time.Time
 	running atomic.Bool
 
-	snap atomic.Pointer[Snapshot]
+	snap    atomic.Pointer[Snapshot]
+	changes changes.Feed // every read applied and every session event
 
 	mu      sync.Mutex // guards below, and every store to snap
 	watched [NumServices + 1]bool
@@ -73,7 +75,7 @@ func New(servers []string, opts ...Option) (*Selector, error) {
 		cfg:     c,
 		paths:   znode.NewPaths(c.root),
 		log:     c.logger.With("component", "selector"),
-		started: time.Now(),
+		started: c.now(),
 		upFlip:  make(chan struct{}),
 	}
 	s.snap.Store(newDefaultSnapshot(c.defaultSide))
@@ -81,7 +83,7 @@ func New(servers []string, opts ...Option) (*Selector, error) {
 		s.watched[svc] = true
 		s.state[svc].staleSince = s.started
 	}
-	s.m = newMetrics(c.reg, c.services, func(svc Service) float64 { return s.age(svc, time.Now()).Seconds() })
+	s.m = newMetrics(c.reg, c.services, func(svc Service) float64 { return s.age(svc, c.now()).Seconds() })
 	for _, svc := range c.services {
 		s.m.setSide(svc, c.defaultSide, -1, true)
 	}
@@ -136,7 +138,7 @@ func (s *Selector) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	sess.Close() // fails reads in flight, so the watch loops can end
 	wg.Wait()
-	s.setSession(false, time.Now())
+	s.setSession(false, s.cfg.now())
 	return nil
 }
 
@@ -166,7 +168,8 @@ func (s *Selector) connect(ctx context.Context) (*zkutil.Session, error) {
 // session is established once the identity, if any, is added); it only
 // updates state under s.mu and never calls into the session.
 func (s *Selector) onEvent(ev zk.Event) {
-	now := time.Now()
+	defer s.changes.Notify()
+	now := s.cfg.now()
 	switch ev.State {
 	case zk.StateHasSession:
 		s.setSession(true, now)
@@ -267,17 +270,18 @@ func (s *Selector) readAndApply(conn zkReader, svc Service, path string) (<-chan
 		if exists {
 			return closedEvents, nil // created in between: read it
 		}
-		s.apply(svc, read{}, time.Now())
+		s.apply(svc, read{}, s.cfg.now())
 		return ev, nil
 	case err != nil:
 		return nil, err
 	}
-	s.apply(svc, read{exists: true, mzxid: stat.Mzxid, data: data}, time.Now())
+	s.apply(svc, read{exists: true, mzxid: stat.Mzxid, data: data}, s.cfg.now())
 	return events, nil
 }
 
 // apply carries out judge's verdict on one read.
 func (s *Selector) apply(svc Service, r read, now time.Time) {
+	defer s.changes.Notify()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.state[svc]

@@ -26,8 +26,9 @@ func TestDefaultBeforeFirstRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel, reg := newTestSelector(t, "127.0.0.1:"+itoa(port), "/hotpair", WithDefaultSide(Standby))
-	time.Sleep(300 * time.Millisecond)
+	clock := newManualClock()
+	sel, reg := newTestSelector(t, "127.0.0.1:"+itoa(port), "/hotpair", WithDefaultSide(Standby), withClock(clock.Now))
+	clock.advance(300 * time.Millisecond)
 	snap := sel.Snapshot()
 	for _, svc := range Services() {
 		if got := sel.Active(svc); got != Standby {
@@ -42,8 +43,8 @@ func TestDefaultBeforeFirstRead(t *testing.T) {
 		if v := metricValue(t, reg, "hotpair_selector_default", "service", svc.String()); v != 1 {
 			t.Errorf("hotpair_selector_default{%s} = %v, want 1", svc, v)
 		}
-		if age := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", svc.String()); age < 0.25 {
-			t.Errorf("age of a never-read snapshot = %vs, want it to count from the start", age)
+		if age := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", svc.String()); age != 0.3 {
+			t.Errorf("age of a never-read snapshot = %vs 300ms after the start, want 0.3: it counts from the start", age)
 		}
 	}
 	if sel.Ready() {
@@ -65,7 +66,7 @@ func TestWatcherFollowsTheMonitorsWrites(t *testing.T) {
 	// bidder has no selection yet: it stays on the default side.
 
 	sel, reg := newTestSelector(t, addr, root)
-	waitUntil(t, 10*time.Second, "budget and pacer are read", func() bool {
+	waitUntil(t, &sel.changes, 10*time.Second, "budget and pacer are read", func() bool {
 		s := sel.Snapshot()
 		return !s.IsDefault(Budget) && !s.IsDefault(Pacer)
 	})
@@ -87,7 +88,7 @@ func TestWatcherFollowsTheMonitorsWrites(t *testing.T) {
 	w.set(Budget, Primary, 5)
 	waitChange(t, snap, 5*time.Second)
 	w.set(Bidder, Standby, 1)
-	waitUntil(t, 5*time.Second, "bidder is read", func() bool { return sel.Active(Bidder) == Standby })
+	waitUntil(t, &sel.changes, 5*time.Second, "bidder is read", func() bool { return sel.Active(Bidder) == Standby })
 	if got := sel.Active(Budget); got != Primary {
 		t.Fatalf("Active(budget) = %s after the switch, want primary", got)
 	}
@@ -121,8 +122,9 @@ func TestWatcherIgnoresMalformedAndDeletedZnodes(t *testing.T) {
 	addr, root := zktest.Addr(t), testRoot(t)
 	w := newZKWriter(t, addr, root)
 	w.set(Pacer, Standby, 7)
-	sel, reg := newTestSelector(t, addr, root, WithServices(Pacer))
-	waitUntil(t, 10*time.Second, "pacer is read", func() bool { return sel.Active(Pacer) == Standby })
+	clock := newManualClock()
+	sel, reg := newTestSelector(t, addr, root, WithServices(Pacer), withClock(clock.Now))
+	waitUntil(t, &sel.changes, 10*time.Second, "pacer is read", func() bool { return sel.Active(Pacer) == Standby })
 
 	rejected := func(reason string) float64 {
 		return metricValue(t, reg, "hotpair_selector_znode_rejected_total", "service", "pacer", "reason", reason)
@@ -134,7 +136,7 @@ func TestWatcherIgnoresMalformedAndDeletedZnodes(t *testing.T) {
 		``,
 	} {
 		w.setRaw(Pacer, []byte(bad))
-		waitUntil(t, 5*time.Second, "the bad write is counted", func() bool { return rejected("malformed") == float64(i+1) })
+		waitUntil(t, &sel.changes, 5*time.Second, "the bad write is counted", func() bool { return rejected("malformed") == float64(i+1) })
 		if got := sel.Active(Pacer); got != Standby {
 			t.Fatalf("after %q: Active = %s, want the last good standby", bad, got)
 		}
@@ -142,20 +144,20 @@ func TestWatcherIgnoresMalformedAndDeletedZnodes(t *testing.T) {
 			t.Fatalf("after %q: epoch = %d, want 7", bad, e)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
-	if age := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "pacer"); age <= 0 {
-		t.Errorf("age = %v while the znode is malformed; the snapshot no longer matches ZooKeeper", age)
+	clock.advance(50 * time.Millisecond)
+	if age := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "pacer"); age != 0.05 {
+		t.Errorf("age = %v 50ms after the znode went malformed, want 0.05: the snapshot no longer matches ZooKeeper", age)
 	}
 
 	w.remove(Pacer)
-	waitUntil(t, 5*time.Second, "the deletion is counted", func() bool { return rejected("deleted") == 1 })
+	waitUntil(t, &sel.changes, 5*time.Second, "the deletion is counted", func() bool { return rejected("deleted") == 1 })
 	if got := sel.Active(Pacer); got != Standby || sel.Snapshot().IsDefault(Pacer) {
 		t.Fatalf("after deletion: Active = %s (default %v), want the last good standby", got, sel.Snapshot().IsDefault(Pacer))
 	}
 
 	// A new valid selection is followed again.
 	w.set(Pacer, Primary, 9)
-	waitUntil(t, 5*time.Second, "the re-created znode is read", func() bool { return sel.Active(Pacer) == Primary })
+	waitUntil(t, &sel.changes, 5*time.Second, "the re-created znode is read", func() bool { return sel.Active(Pacer) == Primary })
 	if age := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "pacer"); age != 0 {
 		t.Errorf("age = %v after a valid read, want 0", age)
 	}
@@ -164,11 +166,9 @@ func TestWatcherIgnoresMalformedAndDeletedZnodes(t *testing.T) {
 	}
 }
 
-// TestFailStaticThroughZooKeeperOutage stops ZooKeeper for 30 s.
+// TestFailStaticThroughZooKeeperOutage stops ZooKeeper; the outage lasts 30
+// s on the selector's clock.
 func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("30 s ZooKeeper outage")
-	}
 	t.Parallel()
 	srv := zktest.Start(t)
 	root := "/hotpair"
@@ -176,8 +176,9 @@ func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
 	w.set(Budget, Standby, 3)
 	w.set(Pacer, Standby, 3)
 	w.set(Bidder, Primary, 1)
-	sel, reg := newTestSelector(t, srv.Addr(), root)
-	waitUntil(t, 10*time.Second, "every selection is read", sel.Ready)
+	clock := newManualClock()
+	sel, reg := newTestSelector(t, srv.Addr(), root, withClock(clock.Now))
+	waitUntil(t, &sel.changes, 10*time.Second, "every selection is read", sel.Ready)
 	want := sel.Snapshot().TagString()
 	w.conn.Close()
 
@@ -200,27 +201,27 @@ func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
 	}()
 
 	srv.Kill()
-	waitUntil(t, 20*time.Second, "the session is lost", func() bool {
+	waitUntil(t, &sel.changes, 20*time.Second, "the session is lost", func() bool {
 		return metricValue(t, reg, "hotpair_selector_zk_connected") == 0
 	})
-	time.Sleep(time.Second)
+	clock.advance(time.Second)
 	age1 := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "budget")
-	time.Sleep(29 * time.Second)
+	clock.advance(29 * time.Second)
 	age2 := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "budget")
-	if age1 < 0.5 || age2-age1 < 28 {
+	if age1 != 1 || age2 != 30 {
 		t.Errorf("age during the outage: %.1fs after 1s, %.1fs after 30s; want it to grow with the outage", age1, age2)
 	}
 	if got := sel.Snapshot().TagString(); got != want {
 		t.Errorf("tag during the outage = %s, want the last good %s", got, want)
 	}
-	if st, _ := sel.Status(time.Now()); st.ZKConnected || st.Services[0].Fresh {
+	if st, _ := sel.Status(clock.Now()); st.ZKConnected || st.Services[0].Fresh || st.Services[0].AgeSeconds != 30 {
 		t.Errorf("status during the outage claims a fresh connection: %+v", st)
 	}
 
 	if err := srv.Restart(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, "the snapshot is fresh again", func() bool {
+	waitUntil(t, &sel.changes, 30*time.Second, "the snapshot is fresh again", func() bool {
 		return metricValue(t, reg, "hotpair_selector_zk_connected") == 1 &&
 			metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "budget") == 0
 	})
@@ -231,7 +232,7 @@ func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
 	// And changes are followed again.
 	w = newZKWriter(t, srv.Addr(), root)
 	w.set(Budget, Primary, 4)
-	waitUntil(t, 10*time.Second, "the change after the outage is read", func() bool { return sel.Active(Budget) == Primary })
+	waitUntil(t, &sel.changes, 10*time.Second, "the change after the outage is read", func() bool { return sel.Active(Budget) == Primary })
 }
 
 // TestWatchesComeBackAfterSessionExpiry partitions the selector from
@@ -245,28 +246,30 @@ func TestWatchesComeBackAfterSessionExpiry(t *testing.T) {
 	w.set(Bidder, Primary, 1)
 	proxy := startProxy(t, addr)
 	sel, reg := newTestSelector(t, proxy.Addr(), root, WithSessionTimeout(2*time.Second), WithServices(Budget, Bidder))
-	waitUntil(t, 10*time.Second, "the selections are read", sel.Ready)
+	waitUntil(t, &sel.changes, 10*time.Second, "the selections are read", sel.Ready)
 
 	proxy.Cut()
-	waitUntil(t, 10*time.Second, "the session is lost", func() bool {
+	waitUntil(t, &sel.changes, 10*time.Second, "the session is lost", func() bool {
 		return metricValue(t, reg, "hotpair_selector_zk_connected") == 0
 	})
-	w.set(Budget, Standby, 2)   // made while the selector cannot see it
-	time.Sleep(5 * time.Second) // > the 2 s session timeout: the server expires the session
+	w.set(Budget, Standby, 2) // made while the selector cannot see it
+	// Real time must pass here: only the server's clock expires the session
+	// (after the 2 s timeout), and nothing tells a partitioned client.
+	time.Sleep(5 * time.Second)
 	if got := sel.Active(Budget); got != Primary {
 		t.Fatalf("Active(budget) = %s while partitioned, want the last good primary", got)
 	}
 	proxy.Restore()
 
-	waitUntil(t, 20*time.Second, "the change made meanwhile is seen", func() bool { return sel.Active(Budget) == Standby })
+	waitUntil(t, &sel.changes, 20*time.Second, "the change made meanwhile is seen", func() bool { return sel.Active(Budget) == Standby })
 	if n := metricValue(t, reg, "hotpair_selector_zk_session_expirations_total"); n < 1 {
 		t.Fatalf("expirations = %v: the session did not really expire, so this test proves nothing", n)
 	}
 	// The watches of the new session work: a later change arrives too.
 	w.set(Bidder, Standby, 2)
-	waitUntil(t, 5*time.Second, "a change after the expiry is seen", func() bool { return sel.Active(Bidder) == Standby })
+	waitUntil(t, &sel.changes, 5*time.Second, "a change after the expiry is seen", func() bool { return sel.Active(Bidder) == Standby })
 	w.set(Budget, Primary, 3)
-	waitUntil(t, 5*time.Second, "another change after the expiry is seen", func() bool { return sel.Active(Budget) == Primary })
+	waitUntil(t, &sel.changes, 5*time.Second, "another change after the expiry is seen", func() bool { return sel.Active(Budget) == Primary })
 	if got := sel.Snapshot().TagString(); !strings.HasPrefix(got, "1.p3.") {
 		t.Fatalf("tag = %s", got)
 	}

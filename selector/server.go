@@ -119,13 +119,13 @@ func (s *Server) selection(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	st, snap := s.o.Selector.Status(time.Now())
+	st, snap := s.o.Selector.Status(s.o.Selector.cfg.now())
 	if wait > 0 && (!r.URL.Query().Has("tag") || r.URL.Query().Get("tag") == snap.TagString()) {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case <-snap.Changed():
-			st, _ = s.o.Selector.Status(time.Now())
+			st, _ = s.o.Selector.Status(s.o.Selector.cfg.now())
 		case <-t.C:
 		case <-r.Context().Done():
 			return
@@ -157,7 +157,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	keep := time.NewTicker(s.o.KeepAlive)
 	defer keep.Stop()
 	for {
-		st, snap := s.o.Selector.Status(time.Now())
+		st, snap := s.o.Selector.Status(s.o.Selector.cfg.now())
 		b, _ := json.Marshal(st)
 		if _, err := fmt.Fprintf(w, "event: selection\nid: %s\ndata: %s\n\n", st.Tag, b); err != nil {
 			return
@@ -189,14 +189,14 @@ type health struct {
 // healthz answers 200 while the process serves: the selector keeps serving
 // its last snapshot through ZooKeeper outages (fail static).
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	st, _ := s.o.Selector.Status(time.Now())
+	st, _ := s.o.Selector.Status(s.o.Selector.cfg.now())
 	httpserver.WriteJSON(w, http.StatusOK, health{ZKConnected: st.ZKConnected, Ready: s.o.Selector.Ready(), Tag: st.Tag})
 }
 
 // readyz answers 200 once every watched service has a selection read from
 // ZooKeeper, 503 while some still answer the default side.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	st, _ := s.o.Selector.Status(time.Now())
+	st, _ := s.o.Selector.Status(s.o.Selector.cfg.now())
 	h := health{ZKConnected: st.ZKConnected, Ready: s.o.Selector.Ready(), Tag: st.Tag}
 	code := http.StatusOK
 	if !h.Ready {

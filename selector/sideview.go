@@ -26,6 +26,7 @@ type sideView struct {
 	m           *viewsMetrics
 	log         *slog.Logger
 	lagInterval time.Duration
+	now         func() time.Time
 }
 
 // run consumes until ctx is done. Only building the client can fail.
@@ -83,7 +84,7 @@ func (sv *sideView) applyPartition(p kgo.FetchTopicPartition) {
 	}
 	last := p.Records[len(p.Records)-1]
 	sv.m.records[sv.side][svc].Add(float64(len(p.Records)))
-	sv.lag.consumed(svc, p.Partition, last.Offset+1, p.HighWatermark, len(p.Records), last.Timestamp)
+	sv.lag.consumed(svc, p.Partition, last.Offset+1, p.HighWatermark, len(p.Records), last.Timestamp, sv.now())
 }
 
 // apply stores one record of svc's table: the latest value of a campaign,
@@ -193,5 +194,5 @@ func (sv *sideView) measure(ctx context.Context, adm *kadm.Client) {
 	}
 	// Per-partition errors (e.g. a topic that does not exist yet) are
 	// reported per topic by the tracker.
-	sv.lag.measured(sv.serviceOf, starts, ends, time.Now())
+	sv.lag.measured(sv.serviceOf, starts, ends, sv.now())
 }

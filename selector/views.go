@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -86,6 +87,7 @@ type Views struct {
 	sides   [3]*sideView // indexed by Side
 	m       *viewsMetrics
 	running atomic.Bool
+	changes changes.Feed // every consumed fetch and lag measurement
 }
 
 // NewViews returns views of the clusters named with WithCluster (both sides
@@ -104,13 +106,13 @@ func NewViews(opts ...ViewsOption) (*Views, error) {
 	for _, side := range []Side{Primary, Standby} {
 		sv := &sideView{
 			side: side, brokers: c.brokers[side], kopts: c.kafkaOpts[side],
-			keys: v.keys, m: v.m, lagInterval: c.lagInterval,
+			keys: v.keys, m: v.m, lagInterval: c.lagInterval, now: c.now,
 			log: c.logger.With("component", "views", "side", side.String()),
 		}
 		for _, svc := range Services() {
 			sv.topics[svc] = topics.Output(svc.String())
 		}
-		sv.lag = newLagTracker(sv.topics, time.Now())
+		sv.lag = newLagTracker(sv.topics, c.now(), &v.changes)
 		v.sides[side] = sv
 	}
 	return v, nil
@@ -206,7 +208,7 @@ func (a *Answer) fill(e entry, from Side) {
 
 // Lag reports how far behind each view is, per side and topic.
 func (v *Views) Lag() []ViewLag {
-	now := time.Now()
+	now := v.cfg.now()
 	var out []ViewLag
 	for _, side := range []Side{Primary, Standby} {
 		out = append(out, v.sides[side].lag.report(side, now)...)
@@ -220,7 +222,7 @@ func (v *Views) CaughtUp(side Side) bool {
 	if !side.Valid() {
 		return false
 	}
-	for _, l := range v.sides[side].lag.report(side, time.Now()) {
+	for _, l := range v.sides[side].lag.report(side, v.cfg.now()) {
 		if !l.CaughtUpOnce {
 			return false
 		}

@@ -109,7 +109,7 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 	p.multiplier("c1", 1.25)
 	s.multiplier("c1", 1.5)
 	v, reg := runViews(t, p, s, prefix)
-	waitUntil(t, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
+	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
 
 	for _, c := range []struct {
 		svc  Service
@@ -135,8 +135,8 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 	// Continuously updated, and a key only one side has seen falls back.
 	p.pacing("c1", 0.25)
 	s.pacing("c2", 0.9)
-	waitUntil(t, 10*time.Second, "the update arrives", func() bool { return v.Get(Pacer, "c1", Primary).Rate == 0.25 })
-	waitUntil(t, 10*time.Second, "c2 arrives", func() bool { return v.Get(Pacer, "c2", Standby).Found })
+	waitUntil(t, &v.changes, 10*time.Second, "the update arrives", func() bool { return v.Get(Pacer, "c1", Primary).Rate == 0.25 })
+	waitUntil(t, &v.changes, 10*time.Second, "c2 arrives", func() bool { return v.Get(Pacer, "c2", Standby).Found })
 	a := v.Get(Pacer, "c2", Primary)
 	if !a.Found || a.From != Standby || !a.Fallback() || a.Rate != 0.9 {
 		t.Fatalf("Get(pacer, c2, primary) = %+v, want 0.9 from standby as a fallback", a)
@@ -153,8 +153,8 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 	p.produceRaw(p.topics.Pacing, "c1", `{"v":1,"campaign":"c1","rate":7,"target_micros":0,"actual_micros":0,"updated_at":"2026-03-14T00:00:00Z"}`)
 	p.produce(p.topics.Pacing, "c1", pipeline.Pacing{V: 1, Campaign: "other", Rate: 0.1, UpdatedAt: testNow})
 	p.produce(p.topics.BidMultipliers, "c1", nil)
-	waitUntil(t, 10*time.Second, "the tombstone arrives", func() bool { return v.Get(Bidder, "c1", Primary).Fallback() })
-	waitUntil(t, 10*time.Second, "the bad records are counted", func() bool {
+	waitUntil(t, &v.changes, 10*time.Second, "the tombstone arrives", func() bool { return v.Get(Bidder, "c1", Primary).Fallback() })
+	waitUntil(t, &v.changes, 10*time.Second, "the bad records are counted", func() bool {
 		return metricValue(t, reg, "hotpair_view_bad_records_total", "side", "primary", "reason", "invalid_json") == 1 &&
 			metricValue(t, reg, "hotpair_view_bad_records_total", "side", "primary", "reason", "out_of_range") == 1 &&
 			metricValue(t, reg, "hotpair_view_bad_records_total", "side", "primary", "reason", "key_mismatch") == 1
@@ -166,7 +166,7 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 		t.Errorf("after the tombstone: %+v, want standby's 1.5 as a fallback", a)
 	}
 
-	waitUntil(t, 10*time.Second, "the lag report catches up", func() bool {
+	waitUntil(t, &v.changes, 10*time.Second, "the lag report catches up", func() bool {
 		for _, l := range v.Lag() {
 			if !l.CaughtUp || !l.CaughtUpOnce || l.RecordsBehind != 0 || l.Error != "" {
 				return false
@@ -197,7 +197,7 @@ func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
 		c.multiplier("c1", 2)
 	}
 	v, reg := runViews(t, p, s, prefix)
-	waitUntil(t, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
+	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
 	own := staticSource{newDefaultSnapshot(Primary)}
 	r, err := NewRetriever(v, own, WithRegisterer(reg))
 	if err != nil {
@@ -210,7 +210,7 @@ func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
 	s.status("c9", pipeline.StatusActive)
 	s.pacing("c9", 0.3)
 	s.multiplier("c9", 1.1)
-	waitUntil(t, 10*time.Second, "standby's updates arrive", func() bool {
+	waitUntil(t, &v.changes, 10*time.Second, "standby's updates arrive", func() bool {
 		return v.Get(Pacer, "c1", Standby).Rate == 0.75 && v.Get(Bidder, "c9", Standby).Found
 	})
 	t.Logf("standby's updates arrived %s after the primary cluster died", time.Since(start))
@@ -234,7 +234,7 @@ func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
 	}
 
 	// The lag report shows the dead cluster: its end offsets stop being measured.
-	waitUntil(t, 15*time.Second, "the dead side's measurement falls behind", func() bool {
+	waitUntil(t, &v.changes, 15*time.Second, "the dead side's measurement falls behind", func() bool {
 		return metricValue(t, reg, "hotpair_view_end_offsets_age_seconds", "side", "primary") > 2
 	})
 	if age := metricValue(t, reg, "hotpair_view_end_offsets_age_seconds", "side", "standby"); age > 1 {

@@ -17,7 +17,7 @@ func TestViewsStartedBeforeTheTopicsExist(t *testing.T) {
 	p := &cluster{t: t, c: pc, cl: kafkatest.Client(t, pc.ListenAddrs()), topics: pipeline.TopicsWithPrefix("")}
 	s := &cluster{t: t, c: sc, cl: kafkatest.Client(t, sc.ListenAddrs()), topics: pipeline.TopicsWithPrefix("")}
 	v, _ := runViews(t, p, s, "")
-	waitUntil(t, 10*time.Second, "the missing topics are reported", func() bool {
+	waitUntil(t, &v.changes, 10*time.Second, "the missing topics are reported", func() bool {
 		for _, l := range v.Lag() {
 			if l.Error == "" || l.CaughtUpOnce {
 				return false
@@ -32,8 +32,8 @@ func TestViewsStartedBeforeTheTopicsExist(t *testing.T) {
 		}
 		c.pacing("c1", 0.5)
 	}
-	waitUntil(t, 20*time.Second, "values arrive on both sides", func() bool {
+	waitUntil(t, &v.changes, 20*time.Second, "values arrive on both sides", func() bool {
 		return v.Get(Pacer, "c1", Primary).From == Primary && v.Get(Pacer, "c1", Standby).From == Standby
 	})
-	waitUntil(t, 10*time.Second, "both sides report caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
+	waitUntil(t, &v.changes, 10*time.Second, "both sides report caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
 }

@@ -16,7 +16,7 @@ func TestFaultHealRejectsAnAnswerThatDoesNotDecode(t *testing.T) {
 		body string
 	}{
 		{[]string{"f1"}, `[{"id":"f1"}]`}, // a list where one fault was due
-		{[]string{"--all"}, `{"id":"f1"`},  // truncated
+		{[]string{"--all"}, `{"id":"f1"`}, // truncated
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodDelete {
