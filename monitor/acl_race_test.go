@@ -1,8 +1,11 @@
 package monitor
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/hotpair/hotpair/internal/zktest"
 )
@@ -22,25 +25,36 @@ func TestSecureReplicasStartTogether(t *testing.T) {
 			cfg.ZK.OperatorUser = DigestID(operatorID)
 			rs = append(rs, startReplica(t, cfg))
 		}
+		// Both enter the election (a watch on its candidates), unless one
+		// stops first.
 		conn := testConn(t, addr, nil)
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.After(10 * time.Second)
+		dir := paths.LeaderDir()
 		for {
-			st, err := ReadStatus(conn, paths, nil, time.Now())
-			if err == nil && st.Candidates == 2 {
-				break
-			}
-			for i, r := range rs {
-				select {
-				case err := <-r.done:
-					r.done <- err
-					t.Fatalf("round %d: replica %d stopped: %v", round, i, err)
-				default:
+			candidates, _, entered, err := conn.ChildrenW(dir)
+			if errors.Is(err, zk.ErrNoNode) {
+				var exists bool
+				if exists, _, entered, err = conn.ExistsW(dir); exists {
+					continue // created in between
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: %d candidates in the election after 10s, want 2 (%v)", round, st.Candidates, err)
+			if err != nil {
+				t.Fatal(err)
 			}
-			time.Sleep(50 * time.Millisecond)
+			if len(candidates) == 2 {
+				break
+			}
+			select {
+			case <-entered:
+			case err := <-rs[0].done:
+				rs[0].done <- err
+				t.Fatalf("round %d: replica a stopped: %v", round, err)
+			case err := <-rs[1].done:
+				rs[1].done <- err
+				t.Fatalf("round %d: replica b stopped: %v", round, err)
+			case <-deadline:
+				t.Fatalf("round %d: candidates %v in the election after 10s, want 2", round, candidates)
+			}
 		}
 		for _, r := range rs {
 			r.stop()

@@ -22,7 +22,7 @@ func TestSamplesAreAggregatedOnceAndBadOnesSkipped(t *testing.T) {
 	r := startReplica(t, testConfig("steps", addr, paths, p, s))
 	// The consumers start at the time the replica started: wait until both
 	// are reading before producing.
-	waitFor(t, 4*tWindow+5*time.Second, "a first window", func() bool { return r.metric(t, "hotpair_monitor_evaluations_total") >= 1 })
+	waitFor(t, &r.changes, 4*tWindow+5*time.Second, "a first window", func() bool { return r.metric(t, "hotpair_monitor_evaluations_total") >= 1 })
 
 	topic := pipeline.TopicsWithPrefix("").Health
 	now := time.Now()
@@ -45,9 +45,9 @@ func TestSamplesAreAggregatedOnceAndBadOnesSkipped(t *testing.T) {
 	if err := sc.ProduceSync(t.Context(), onS...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "40 aggregation steps", func() bool { return r.Status().Replica.Steps >= 40 })
+	waitFor(t, &r.changes, 10*time.Second, "40 aggregation steps", func() bool { return r.Status().Replica.Steps >= 40 })
 	evals := r.metric(t, "hotpair_monitor_evaluations_total")
-	waitFor(t, 3*tWindow+time.Second, "two more windows", func() bool {
+	waitFor(t, &r.changes, 3*tWindow+time.Second, "two more windows", func() bool {
 		return r.metric(t, "hotpair_monitor_evaluations_total") >= evals+2
 	})
 	if got := r.Status().Replica.Steps; got != 40 {

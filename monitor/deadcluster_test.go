@@ -36,7 +36,7 @@ func TestDeadClusterDoesNotDelayEvaluation(t *testing.T) {
 	}
 	// Three more windows must close on time, one per window.
 	start := time.Now()
-	waitFor(t, 3*tWindow+1500*time.Millisecond, "three more windows", func() bool {
+	waitFor(t, &r.changes, 3*tWindow+1500*time.Millisecond, "three more windows", func() bool {
 		return r.metric(t, "hotpair_monitor_evaluations_total") >= evals+3+1
 	})
 	t.Logf("3 more windows closed in %s while the primary cluster was dead", time.Since(start))

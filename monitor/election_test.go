@@ -15,10 +15,10 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	paths := testRoot(t)
 	sa, sb := testSession(t, addr, nil), testSession(t, addr, nil)
 	a, _ := startElection(t, sa, paths, "a")
-	waitFor(t, 10*time.Second, "a to lead", func() bool { return a.get().Leader })
+	waitFor(t, &a.changes, 10*time.Second, "a to lead", func() bool { return a.get().Leader })
 	b, _ := startElection(t, sb, paths, "b")
-	waitFor(t, 10*time.Second, "b to enter the election", func() bool { return b.get().Node != "" })
-	time.Sleep(300 * time.Millisecond)
+	// b reports its node once it has checked it: as a follower, watching a.
+	waitFor(t, &b.changes, 10*time.Second, "b to enter the election", func() bool { return b.get().Node != "" })
 	if b.get().Leader || !a.get().Leader {
 		t.Fatalf("want exactly a to lead, got a=%+v b=%+v", a.get(), b.get())
 	}
@@ -30,7 +30,7 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	// a's node fires when the node goes).
 	start := time.Now()
 	sa.Close()
-	waitFor(t, 5*time.Second, "b to lead", func() bool { return b.get().Leader })
+	waitFor(t, &b.changes, 5*time.Second, "b to lead", func() bool { return b.get().Leader })
 	t.Logf("handover after a clean close took %s", time.Since(start))
 	if b.get().Term != 1 {
 		t.Fatalf("b's term = %d, want 1", b.get().Term)
@@ -42,14 +42,14 @@ func TestElectionReentersAfterSessionExpiry(t *testing.T) {
 	paths := testRoot(t)
 	s := testSession(t, addr, nil)
 	w, _ := startElection(t, s, paths, "a")
-	waitFor(t, 10*time.Second, "a to lead", func() bool { return w.get().Leader })
+	waitFor(t, &w.changes, 10*time.Second, "a to lead", func() bool { return w.get().Leader })
 	first := w.get().Node
 	oldSession := s.ID()
 
 	// Cut the replica off for longer than the session timeout: the server
 	// expires the session and the candidate node with it.
-	partition(t, s, 4*time.Second)
-	waitFor(t, 30*time.Second, "a to lead again", func() bool { return w.get().Leader && w.get().Node != first })
+	partitionUntilExpired(t, s, addr, first)
+	waitFor(t, &w.changes, 30*time.Second, "a to lead again", func() bool { return w.get().Leader && w.get().Node != first })
 	if s.ID() == oldSession {
 		t.Fatalf("still on the old session %x", oldSession)
 	}
@@ -72,9 +72,9 @@ func TestFencedWrite(t *testing.T) {
 	paths := testRoot(t)
 	sa, sb := testSession(t, addr, nil), testSession(t, addr, nil)
 	a, _ := startElection(t, sa, paths, "a")
-	waitFor(t, 10*time.Second, "a to lead", func() bool { return a.get().Leader })
+	waitFor(t, &a.changes, 10*time.Second, "a to lead", func() bool { return a.get().Leader })
 	b, _ := startElection(t, sb, paths, "b")
-	waitFor(t, 10*time.Second, "b to enter", func() bool { return b.get().Node != "" })
+	waitFor(t, &b.changes, 10*time.Second, "b to enter", func() bool { return b.get().Node != "" })
 
 	sel := znode.Selection{V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 0, Reason: "first"}
 	aNode := a.get().Node
@@ -89,7 +89,7 @@ func TestFencedWrite(t *testing.T) {
 	// b is not the leader yet, but even if it thought so its node is not
 	// the one that matters: only a deposed node is fenced. Depose a.
 	sa.Close()
-	waitFor(t, 5*time.Second, "b to lead", func() bool { return b.get().Leader })
+	waitFor(t, &b.changes, 5*time.Second, "b to lead", func() bool { return b.get().Leader })
 	sel.Active, sel.Epoch, sel.Reason = "standby", 1, "b decided"
 	if _, err := writeSelection(sb.conn, paths, b.get().Node, sel, 0, nil); err != nil {
 		t.Fatalf("new leader's write: %v", err)

@@ -61,6 +61,7 @@ func (e *evaluator) run(ctx context.Context) {
 		case now := <-e.expiry.C:
 			e.redecide(now)
 		}
+		e.m.changes.Notify()
 	}
 }
 

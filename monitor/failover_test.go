@@ -25,7 +25,7 @@ func TestFailoverWhenSamplesStopAndReturnAfterGrace(t *testing.T) {
 	if first.Epoch != 1 || !first.Sides[pipeline.SidePrimary].Healthy || !first.Sides[pipeline.SideStandby].Healthy {
 		t.Fatalf("first selection: %+v; want primary, epoch 1, both sides healthy", first)
 	}
-	waitFor(t, 5*time.Second, "readiness", r.Ready)
+	waitFor(t, &r.changes, 5*time.Second, "readiness", r.Ready)
 	if !r.IsLeader() {
 		t.Fatal("the only replica does not lead")
 	}

@@ -18,11 +18,11 @@ func TestLeaderCrashHandsOverWithoutLosingTheDecision(t *testing.T) {
 	p, s := startClusters(t)
 	pf, _ := newFleet(t, p), newFleet(t, s)
 	a := startReplica(t, testConfig("a", addr, paths, p, s))
-	waitFor(t, 10*time.Second, "a to lead", a.IsLeader)
+	waitFor(t, &a.changes, 10*time.Second, "a to lead", a.IsLeader)
 	b := startReplica(t, testConfig("b", addr, paths, p, s))
 	w := watchSelection(t, testConn(t, addr, nil), paths, pipeline.StageBudget)
 	w.waitActive(t, pipeline.SidePrimary, 4*tWindow+5*time.Second)
-	waitFor(t, 4*tWindow, "b to be ready", b.Ready)
+	waitFor(t, &b.changes, 4*tWindow, "b to be ready", b.Ready)
 	if b.IsLeader() {
 		t.Fatal("both replicas lead")
 	}
@@ -33,16 +33,16 @@ func TestLeaderCrashHandsOverWithoutLosingTheDecision(t *testing.T) {
 		t.Fatalf("the follower published %g selections", got)
 	}
 	// The follower mirrors the published decision.
-	waitFor(t, 2*tWindow+time.Second, "b to mirror the failover", func() bool {
+	waitFor(t, &b.changes, 2*tWindow+time.Second, "b to mirror the failover", func() bool {
 		return b.metric(t, "hotpair_service_active_side", "service", "budget", "side", "standby") == 1
 	})
 
 	killed := time.Now()
 	a.Kill()
-	waitFor(t, tSession+tWindow+5*time.Second, "b to lead", b.IsLeader)
+	waitFor(t, &b.changes, tSession+tWindow+5*time.Second, "b to lead", b.IsLeader)
 	led := time.Since(killed)
 	var next = failed
-	waitFor(t, tSession+2*tWindow+5*time.Second, "b to publish", func() bool {
+	waitFor(t, &w.changes, tSession+2*tWindow+5*time.Second, "b to publish", func() bool {
 		if l := w.last(); l != nil && l.DecidedAt.After(killed) {
 			next = *l
 			return true
@@ -66,13 +66,17 @@ func TestLeaderCrashHandsOverWithoutLosingTheDecision(t *testing.T) {
 	// A clean stop (cancelled context) closes the session: the next replica
 	// leads at once instead of after the session timeout.
 	c := startReplica(t, testConfig("c", addr, paths, p, s))
-	waitFor(t, 4*tWindow, "c to be ready", c.Ready)
+	waitFor(t, &c.changes, 4*tWindow, "c to be ready", c.Ready)
 	stopped := time.Now()
 	b.stop()
-	waitFor(t, tSession, "c to lead after b stopped cleanly", c.IsLeader)
+	waitFor(t, &c.changes, tSession, "c to lead after b stopped cleanly", c.IsLeader)
 	t.Logf("after a clean stop: follower led in %s", time.Since(stopped))
 	w.waitActive(t, pipeline.SideStandby, time.Second)
-	time.Sleep(tWindow + 500*time.Millisecond)
+	// Let c decide a window as leader: what it publishes must not go back.
+	evals := c.metric(t, "hotpair_monitor_evaluations_total")
+	waitFor(t, &c.changes, 2*tWindow, "c to evaluate a window as leader", func() bool {
+		return c.metric(t, "hotpair_monitor_evaluations_total") > evals
+	})
 	checkNeverReversed(t, w.all())
 	for _, sel := range w.all() {
 		if sel.Epoch >= failed.Epoch && sel.Active != pipeline.SideStandby {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
@@ -203,8 +204,9 @@ func gathered(t testing.TB, g prometheus.Gatherer, name string, labels ...string
 // selectionWatcher records every version of one service's selection, from
 // a session of its own, as a reader on the read side would see it.
 type selectionWatcher struct {
-	mu   sync.Mutex
-	seen []znode.Selection
+	changes changes.Feed // every selection seen
+	mu      sync.Mutex
+	seen    []znode.Selection
 }
 
 func watchSelection(t testing.TB, conn *zk.Conn, paths znode.Paths, service string) *selectionWatcher {
@@ -231,6 +233,7 @@ func watchSelection(t testing.TB, conn *zk.Conn, paths znode.Paths, service stri
 					w.mu.Lock()
 					w.seen = append(w.seen, sel)
 					w.mu.Unlock()
+					w.changes.Notify()
 				}
 			}
 			select {
@@ -263,7 +266,7 @@ func (w *selectionWatcher) last() *znode.Selection {
 func (w *selectionWatcher) waitActive(t testing.TB, side string, timeout time.Duration) znode.Selection {
 	t.Helper()
 	var got *znode.Selection
-	waitFor(t, timeout, "the selection to name "+side, func() bool {
+	waitFor(t, &w.changes, timeout, "the selection to name "+side, func() bool {
 		got = w.last()
 		return got != nil && got.Active == side
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/httpserver"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
@@ -77,6 +78,11 @@ type Monitor struct {
 	killMu  sync.Mutex
 	killed  bool
 	stopRun context.CancelFunc
+
+	// changes tells waiters (tests, embedders) that the replica's state
+	// changed: its session, its leadership, a sample merged, a window
+	// evaluated, a publication.
+	changes changes.Feed
 
 	ovMu      sync.Mutex
 	overrides map[string]*znode.Override
@@ -238,7 +244,7 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 	retry := min(time.Second, m.cfg.Window/2)
 	pub := newPublisher(&publisher{s: sess, paths: m.paths, acl: m.policy.Selection(), services: m.cfg.Services,
 		window: m.cfg.Window, retry: retry, log: m.log, m: m.m, hist: m.hist,
-		leader: func() leadership { return *m.leader.Load() }, restore: restores})
+		leader: func() leadership { return *m.leader.Load() }, restore: restores, changes: &m.changes})
 	m.pub.Store(pub)
 	el := &election{s: sess, dir: m.paths.LeaderDir(), data: m.candidateData(), acl: m.policy.Selection(),
 		log: m.log, retry: retry, report: func(l leadership) { m.setLeadership(l); pub.poke() }}
@@ -319,11 +325,13 @@ func (m *Monitor) onZKState(ev zk.Event) {
 	up := ev.State == zk.StateHasSession
 	m.zkUp.Store(up)
 	m.m.zkConnected.Set(b2f(up))
+	m.changes.Notify()
 }
 
 func (m *Monitor) setLeadership(l leadership) {
 	prev := m.leader.Swap(&l)
 	m.m.leader.Set(b2f(l.Leader))
+	defer m.changes.Notify()
 	if prev.Leader != l.Leader {
 		if l.Leader {
 			m.log.Info("this replica now leads the monitors", "node", l.Node, "term", l.Term)

@@ -22,11 +22,11 @@ func TestZooKeeperOutageKeepsEvaluatingAndPublishesOnReturn(t *testing.T) {
 	observer := testConn(t, srv.Addr(), nil)
 	w := watchSelection(t, observer, paths, pipeline.StageBudget)
 	first := w.waitActive(t, pipeline.SidePrimary, 4*tWindow+5*time.Second)
-	waitFor(t, 5*time.Second, "readiness", r.Ready)
+	waitFor(t, &r.changes, 5*time.Second, "readiness", r.Ready)
 
 	srv.Kill()
 	down := time.Now()
-	waitFor(t, 5*time.Second, "the replica to notice", func() bool { return !r.Ready() })
+	waitFor(t, &r.changes, 5*time.Second, "the replica to notice", func() bool { return !r.Ready() })
 	rec := httptest.NewRecorder()
 	r.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	if rec.Code != http.StatusServiceUnavailable {
@@ -34,7 +34,7 @@ func TestZooKeeperOutageKeepsEvaluatingAndPublishesOnReturn(t *testing.T) {
 	}
 	evals := r.metric(t, "hotpair_monitor_evaluations_total")
 	pf.set(func(f *fleet) { f.stopped = true })
-	waitFor(t, tHeartbeat+2*tWindow+5*time.Second, "the replica to decide the failover on its own", func() bool {
+	waitFor(t, &r.changes, tHeartbeat+2*tWindow+5*time.Second, "the replica to decide the failover on its own", func() bool {
 		for _, ss := range r.Status().Services {
 			if ss.Service == pipeline.StageBudget && ss.Local != nil {
 				return ss.Local.Active == pipeline.SideStandby
@@ -64,6 +64,6 @@ func TestZooKeeperOutageKeepsEvaluatingAndPublishesOnReturn(t *testing.T) {
 	if got.Epoch != first.Epoch+1 {
 		t.Fatalf("published epoch %d, want %d", got.Epoch, first.Epoch+1)
 	}
-	waitFor(t, 10*time.Second, "readiness again", r.Ready)
+	waitFor(t, &r.changes, 10*time.Second, "readiness again", r.Ready)
 	checkNeverReversed(t, w.all())
 }

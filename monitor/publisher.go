@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/pipeline"
@@ -58,6 +59,7 @@ type publisher struct {
 	hist     *history
 	leader   func() leadership
 	restore  chan<- restoreMsg
+	changes  *changes.Feed // told after every step
 
 	wake chan struct{}
 	mu   sync.Mutex
@@ -76,6 +78,9 @@ type publisher struct {
 }
 
 func newPublisher(p *publisher) *publisher {
+	if p.changes == nil {
+		p.changes = &changes.Feed{}
+	}
 	p.wake = make(chan struct{}, 1)
 	p.pending = map[string]offer{}
 	p.published = map[string]*znode.Selection{}
@@ -119,6 +124,7 @@ func (p *publisher) run(ctx context.Context) {
 	defer unsubscribe()
 	for ctx.Err() == nil {
 		wait := p.step(ctx, time.Now())
+		p.changes.Notify()
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

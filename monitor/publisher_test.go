@@ -69,7 +69,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 	}
 	sel := znode.Selection{V: 1, Service: "budget", Active: pipeline.SidePrimary, Preferred: pipeline.SidePrimary, Epoch: 1, Reason: "a"}
 	pub.offer(offer{gen: 1, sel: sel, kind: "initial"})
-	waitFor(t, 5*time.Second, "a's first write", func() bool { return gathered(t, reg, "hotpair_monitor_publications_total") == 1 })
+	waitFor(t, pub.changes, 5*time.Second, "a's first write", func() bool { return gathered(t, reg, "hotpair_monitor_publications_total") == 1 })
 
 	// a is deposed: its node goes (as with an expired session) and b, the
 	// new leader, publishes a newer decision.
@@ -90,14 +90,23 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 	late := sel
 	late.Reason = "a's late write"
 	pub.offer(offer{gen: 1, sel: late, kind: "stay"})
-	waitFor(t, 5*time.Second, "the fenced write to be counted", func() bool {
+	waitFor(t, pub.changes, 5*time.Second, "the fenced write to be counted", func() bool {
 		return gathered(t, reg, "hotpair_monitor_publish_errors_total", "service", "budget", "reason", "fenced") == 1
 	})
 	reread := <-restores
 	if reread.gen != 2 || len(reread.sels) != 1 || reread.sels[0].Active != pipeline.SideStandby {
 		t.Fatalf("after the fenced write the publisher handed over %+v; want b's selection to decide from", reread)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Two more steps of the publisher: neither writes the late offer again.
+	for range 2 {
+		next := pub.changes.Next()
+		pub.poke()
+		select {
+		case <-next:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the publisher did not step")
+		}
+	}
 	if got := gathered(t, reg, "hotpair_monitor_publish_errors_total", "reason", "fenced"); got != 1 {
 		t.Fatalf("fenced writes = %g: the write was retried", got)
 	}

@@ -26,7 +26,7 @@ func TestStaggeredDeployIsFlagged(t *testing.T) {
 	w.waitActive(t, pipeline.SidePrimary, 4*tWindow+5*time.Second)
 
 	pf.set(func(f *fleet) { f.build = "b2" })
-	waitFor(t, 3*tWindow+time.Second, "primary's new build to be published", func() bool {
+	waitFor(t, &w.changes, 3*tWindow+time.Second, "primary's new build to be published", func() bool {
 		l := w.last()
 		return l.Sides[pipeline.SidePrimary].Build == "b2"
 	})
@@ -34,7 +34,7 @@ func TestStaggeredDeployIsFlagged(t *testing.T) {
 		t.Fatalf("one side on a new build flagged: %q", l.StaggerViolation)
 	}
 	sf.set(func(f *fleet) { f.build = "b2" })
-	waitFor(t, 3*tWindow+time.Second, "the stagger violation to be published", func() bool {
+	waitFor(t, &w.changes, 3*tWindow+time.Second, "the stagger violation to be published", func() bool {
 		return w.last().StaggerViolation != ""
 	})
 	if v := w.last().StaggerViolation; !strings.Contains(v, `primary runs "b2"`) || !strings.Contains(v, `standby runs "b2"`) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
@@ -59,26 +60,28 @@ func testSession(t testing.TB, addr string, auth *zkutil.Credentials) testSess {
 	return testSess{Session: s, conn: s.Conn(), dialer: d}
 }
 
-// waitFor polls cond (tests only: the code under test never polls).
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// waitFor waits until cond holds, checking it again at every change the
+// component reports (a replica's, an election's, a publisher's), or fails
+// after timeout.
+func waitFor(t testing.TB, changes *changes.Feed, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := changes.Until(ctx, cond); err != nil {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
 	}
 }
 
 // leaderWatch records what an election reports.
 type leaderWatch struct {
-	mu  sync.Mutex
-	cur leadership
-	all []leadership
+	changes changes.Feed
+	mu      sync.Mutex
+	cur     leadership
+	all     []leadership
 }
 
 func (w *leaderWatch) report(l leadership) {
+	defer w.changes.Notify()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.cur = l
@@ -107,12 +110,28 @@ func startElection(t testing.TB, s testSess, paths znode.Paths, id string) (*lea
 	return w, stop
 }
 
-// partition cuts s off ZooKeeper for d (ZooKeeper itself stays up), then
-// lets it reconnect.
-func partition(t testing.TB, s testSess, d time.Duration) {
+// partitionUntilExpired cuts s off ZooKeeper (which stays up) until the
+// server has expired its session, seen by another session as the deletion
+// of node, an ephemeral znode of s; then it lets s reconnect.
+func partitionUntilExpired(t testing.TB, s testSess, addr, node string) {
 	t.Helper()
+	watcher := testConn(t, addr, nil)
 	s.dialer.cut()
-	time.Sleep(d)
+	deadline := time.After(30 * time.Second)
+	for {
+		ok, _, ch, err := watcher.ExistsW(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%s still there 30 s into the partition: the session did not expire", node)
+		}
+	}
 	s.dialer.mu.Lock()
 	s.dialer.dead = false
 	s.dialer.mu.Unlock()
