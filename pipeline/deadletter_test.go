@@ -93,7 +93,7 @@ func TestMalformedRecordsGoToDeadLetters(t *testing.T) {
 	}
 	produce("budgets", "camp-002", badBudget)
 	w.writeEvents(t, in)
-	eventually(t, 60*time.Second, func() string { return spentMatches(t, brokers, w.truth) })
+	waitStatuses(t, brokers, 60*time.Second, spentIs(w.truth))
 
 	// Every bad record is in the DLQ with its reason, once per stage that read it.
 	want := map[string]bool{}
@@ -107,8 +107,8 @@ func TestMalformedRecordsGoToDeadLetters(t *testing.T) {
 		want[svc+"/budgets/"+string(ReasonInvalidTimezone)] = true
 	}
 	var dlq []*kgo.Record
-	eventually(t, 30*time.Second, func() string {
-		dlq = kafkatest.UpToEnd(t, brokers, "hotpair-dlq")
+	kafkatest.Follow(t, brokers, "hotpair-dlq").Until(t, 30*time.Second, func(recs []*kgo.Record) string {
+		dlq = recs
 		if len(dlq) < len(want) {
 			return fmt.Sprintf("%d dead letters, want %d", len(dlq), len(want))
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/statestore"
 )
@@ -125,28 +127,16 @@ func (w *workload) writeEvents(t testing.TB, in *Ingester) {
 	}
 }
 
-// eventually polls cond every 200ms until it returns "" or timeout passes,
-// then fails with the last message.
-func eventually(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		msg := cond()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, msg)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // statuses returns the current budget status of every campaign of a cluster.
 func statuses(t *testing.T, brokers []string) map[string]BudgetStatus {
 	t.Helper()
+	return statusesOf(t, kafkatest.Latest(t, brokers, "budget-status"))
+}
+
+func statusesOf(t *testing.T, latest map[string][]byte) map[string]BudgetStatus {
+	t.Helper()
 	out := make(map[string]BudgetStatus)
-	for k, v := range kafkatest.Latest(t, brokers, "budget-status") {
+	for k, v := range latest {
 		s, err := DecodeBudgetStatus(v)
 		if err != nil {
 			t.Fatalf("budget-status %s: %v", k, err)
@@ -156,14 +146,34 @@ func statuses(t *testing.T, brokers []string) map[string]BudgetStatus {
 	return out
 }
 
-// spentMatches reports "" when every campaign's lifetime spend on brokers
-// equals truth, else what differs.
-func spentMatches(t *testing.T, brokers []string, truth map[string]int64) string {
-	st := statuses(t, brokers)
-	for c, want := range truth {
-		if got := st[c].SpentLifetimeMicros; got != want {
-			return fmt.Sprintf("campaign %s: spent_lifetime %d, want %d (%d campaigns reported)", c, got, want, len(st))
+// waitStatuses waits until cond holds on the budget statuses of a cluster,
+// checked at every record that arrives, and fails after timeout with what
+// cond last said was missing.
+func waitStatuses(t *testing.T, brokers []string, timeout time.Duration, cond func(map[string]BudgetStatus) string) {
+	t.Helper()
+	kafkatest.Follow(t, brokers, "budget-status").Until(t, timeout, func(recs []*kgo.Record) string {
+		return cond(statusesOf(t, kafkatest.LatestOf(recs)))
+	})
+}
+
+// budgetsApplied holds once n campaigns have a status.
+func budgetsApplied(n int) func(map[string]BudgetStatus) string {
+	return func(st map[string]BudgetStatus) string {
+		if len(st) < n {
+			return fmt.Sprintf("%d of %d budgets applied", len(st), n)
 		}
+		return ""
 	}
-	return ""
+}
+
+// spentIs holds once every campaign's lifetime spend equals truth.
+func spentIs(truth map[string]int64) func(map[string]BudgetStatus) string {
+	return func(st map[string]BudgetStatus) string {
+		for c, want := range truth {
+			if got := st[c].SpentLifetimeMicros; got != want {
+				return fmt.Sprintf("campaign %s: spent_lifetime %d, want %d (%d campaigns reported)", c, got, want, len(st))
+			}
+		}
+		return ""
+	}
 }

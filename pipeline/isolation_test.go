@@ -26,12 +26,9 @@ func TestClosedClusterDoesNotStopTheOtherSide(t *testing.T) {
 
 	w := newWorkload(20, 0, 4)
 	w.writeBudgets(t, in)
-	eventually(t, 60*time.Second, func() string {
-		if len(statuses(t, standby)) < len(w.budgets) || len(statuses(t, primary)) < len(w.budgets) {
-			return "budgets not yet applied"
-		}
-		return ""
-	})
+	for _, b := range [][]string{primary, standby} {
+		waitStatuses(t, b, 60*time.Second, budgetsApplied(len(w.budgets)))
+	}
 	for i := range 100 {
 		b := newWorkload(20, 40, uint64(1000+i))
 		b.writeEvents(t, in)
@@ -42,7 +39,7 @@ func TestClosedClusterDoesNotStopTheOtherSide(t *testing.T) {
 			primaryCluster.Close()
 		}
 	}
-	eventually(t, 60*time.Second, func() string { return spentMatches(t, standby, w.truth) })
+	waitStatuses(t, standby, 60*time.Second, spentIs(w.truth))
 	if st := in.Stats(); st[SideStandby].Lost != 0 || st[SideStandby].Delivered != st[SideStandby].Written {
 		t.Errorf("standby ingest: %+v", st[SideStandby])
 	}

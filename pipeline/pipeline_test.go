@@ -25,17 +25,12 @@ func TestTwoSidesProduceIdenticalOutputs(t *testing.T) {
 
 	w := newWorkload(20, 3000, 1)
 	w.writeBudgets(t, in)
-	eventually(t, 90*time.Second, func() string {
-		for _, b := range [][]string{primary, standby} {
-			if n := len(statuses(t, b)); n < len(w.budgets) {
-				return "budgets not yet applied"
-			}
-		}
-		return ""
-	})
+	for _, b := range [][]string{primary, standby} {
+		waitStatuses(t, b, 90*time.Second, budgetsApplied(len(w.budgets)))
+	}
 	w.writeEvents(t, in)
 	for _, b := range [][]string{primary, standby} {
-		eventually(t, 60*time.Second, func() string { return spentMatches(t, b, w.truth) })
+		waitStatuses(t, b, 60*time.Second, spentIs(w.truth))
 	}
 
 	// Spend: the same SpendEvents (all but emitted_at) on both sides.

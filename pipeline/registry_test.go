@@ -2,9 +2,12 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/zktest"
@@ -23,17 +26,7 @@ func TestRegistry(t *testing.T) {
 	conn := zktest.Conn(t, addr, nil)
 	for _, stage := range o.Stages {
 		node := root + "/instances/cluster-b/" + stage + "/" + o.Instance
-		var (
-			b   []byte
-			err error
-		)
-		eventually(t, 20*time.Second, func() string {
-			b, _, err = conn.Get(node)
-			if err != nil {
-				return fmt.Sprintf("%s: %v", node, err)
-			}
-			return ""
-		})
+		b := waitZnode(t, conn, node, 20*time.Second)
 		var r Registration
 		if err := json.Unmarshal(b, &r); err != nil || r.Side != SideStandby || r.Stage != stage || r.Instance != o.Instance || r.Role != RoleLive {
 			t.Fatalf("%s holds %s (%v)", node, b, err)
@@ -45,5 +38,33 @@ func TestRegistry(t *testing.T) {
 	stop()
 	if kids, _, _ := conn.Children(root + "/instances/cluster-b/budget"); len(kids) != 0 {
 		t.Fatalf("a stopped instance is still registered: %v", kids)
+	}
+}
+
+// waitZnode waits, on a ZooKeeper watch, until node exists and returns its
+// data.
+func waitZnode(t *testing.T, conn *zk.Conn, node string, timeout time.Duration) []byte {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		ok, _, created, err := conn.ExistsW(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			b, _, err := conn.Get(node)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		select {
+		case <-created:
+		case <-deadline:
+			t.Fatalf("%s not registered within %s", node, timeout)
+		}
 	}
 }

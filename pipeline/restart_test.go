@@ -82,12 +82,7 @@ http: {listen: "127.0.0.1:0"}
 			defer in.Close(context.Background())
 			w := newWorkload(30, 0, 2)
 			w.writeBudgets(t, in)
-			eventually(t, 60*time.Second, func() string {
-				if n := len(statuses(t, brokers)); n < len(w.budgets) {
-					return fmt.Sprintf("%d of %d budgets applied", n, len(w.budgets))
-				}
-				return ""
-			})
+			waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
 
 			for batch := range 16 {
 				b := newWorkload(30, 250, uint64(100+batch))
@@ -101,9 +96,11 @@ http: {listen: "127.0.0.1:0"}
 				case 9:
 					proc = startProcess(t, config)
 				}
+				// Traffic is spread over 4 s, so that the kill and the
+				// restart fall mid-stream (not a wait for a condition).
 				time.Sleep(250 * time.Millisecond)
 			}
-			eventually(t, 90*time.Second, func() string { return spentMatches(t, brokers, w.truth) })
+			waitStatuses(t, brokers, 90*time.Second, spentIs(w.truth))
 			if !strings.Contains(proc.out.String(), "pipeline starting") {
 				t.Fatalf("restarted process did not start: %s", proc.out.String())
 			}

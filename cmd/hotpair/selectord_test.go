@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
@@ -42,13 +43,16 @@ func TestSelectordBadUsage(t *testing.T) {
 	}
 }
 
-// selectordBuffer is a goroutine-safe output buffer.
+// selectordBuffer is a goroutine-safe output buffer that tells waiters
+// about every write.
 type selectordBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	changes changes.Feed
+	mu      sync.Mutex
+	b       bytes.Buffer
 }
 
 func (b *selectordBuffer) Write(p []byte) (int, error) {
+	defer b.changes.Notify()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
@@ -88,12 +92,14 @@ func TestSelectordServesTheSelection(t *testing.T) {
 		}
 	}()
 	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; time.Sleep(10 * time.Millisecond) {
-		if a, ok := strings.CutPrefix(strings.TrimSpace(stdout.String()), "selectord listening on "); ok {
-			base = "http://" + a
-		} else if time.Now().After(deadline) {
-			t.Fatalf("selectord did not start; stderr:\n%s", stderr.String())
-		}
+	listening, stopWaiting := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stopWaiting()
+	if err := stdout.changes.Until(listening, func() bool {
+		a, ok := strings.CutPrefix(strings.TrimSpace(stdout.String()), "selectord listening on ")
+		base = "http://" + a
+		return ok
+	}); err != nil {
+		t.Fatalf("selectord did not start; stderr:\n%s", stderr.String())
 	}
 
 	// Long poll from the all-default tag until the pacer selection is read.

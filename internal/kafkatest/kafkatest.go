@@ -4,6 +4,7 @@ package kafkatest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/kafka"
 )
 
@@ -60,15 +62,7 @@ func ReadAll(t testing.TB, brokers []string, topic string, want int, timeout tim
 // last record is a tombstone is absent.
 func Latest(t testing.TB, brokers []string, topic string) map[string][]byte {
 	t.Helper()
-	out := make(map[string][]byte)
-	for _, r := range UpToEnd(t, brokers, topic) {
-		if r.Value == nil {
-			delete(out, string(r.Key))
-			continue
-		}
-		out[string(r.Key)] = r.Value
-	}
-	return out
+	return LatestOf(UpToEnd(t, brokers, topic))
 }
 
 // UpToEnd returns every record of topic from the start up to its end
@@ -107,6 +101,74 @@ func UpToEnd(t testing.TB, brokers []string, topic string) []*kgo.Record {
 				done[r.Partition] = true
 			}
 		})
+	}
+	return out
+}
+
+// Follower consumes a topic from its start in the background and tells
+// waiters about every fetch, so a test waits for what it expects to arrive
+// instead of reading the topic again and again.
+type Follower struct {
+	topic   string
+	changes changes.Feed
+	mu      sync.Mutex
+	records []*kgo.Record
+}
+
+// Follow starts following topic until the test ends.
+func Follow(t testing.TB, brokers []string, topic string) *Follower {
+	t.Helper()
+	f := &Follower{topic: topic}
+	cl := Client(t, brokers, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MetadataMinAge(100*time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			f.mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) { f.records = append(f.records, r) })
+			f.mu.Unlock()
+			f.changes.Notify()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done }) // before the client closes
+	return f
+}
+
+// Until waits until cond, given every record so far, returns "", checking
+// at every fetch; after timeout it fails the test with cond's last answer.
+func (f *Follower) Until(t testing.TB, timeout time.Duration, cond func(records []*kgo.Record) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var msg string
+	err := f.changes.Until(ctx, func() bool {
+		f.mu.Lock()
+		recs := f.records[:len(f.records):len(f.records)]
+		f.mu.Unlock()
+		msg = cond(recs)
+		return msg == ""
+	})
+	if err != nil {
+		t.Fatalf("%s after %s: %s", f.topic, timeout, msg)
+	}
+}
+
+// LatestOf returns the last value of every key of records (a table's
+// contents); a key whose last record is a tombstone is absent.
+func LatestOf(records []*kgo.Record) map[string][]byte {
+	out := make(map[string][]byte)
+	for _, r := range records {
+		if r.Value == nil {
+			delete(out, string(r.Key))
+			continue
+		}
+		out[string(r.Key)] = r.Value
 	}
 	return out
 }
