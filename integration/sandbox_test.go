@@ -54,7 +54,7 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 			t.Logf("sandbox stdout:\n%s\nstderr tail:\n%s", out.String(), tail(errOut.String()))
 		}
 	}()
-	a := waitAddresses(t, addrFile, exited)
+	a := waitAddresses(t, &out, addrFile, exited)
 	if !strings.Contains(out.String(), "on-call page") || !strings.Contains(out.String(), a.ZK) {
 		t.Errorf("the sandbox did not print its addresses:\n%s", out.String())
 	}
@@ -66,13 +66,16 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "ad-events", Key: []byte("external-camp"), Value: []byte(ev)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the external record processed", func() bool {
-		v, ok := kafkatest.Latest(t, a.PrimaryBrokers, "budget-status")["external-camp"]
+	kafkatest.Follow(t, a.PrimaryBrokers, "budget-status").Until(t, time.Minute, func(recs []*kgo.Record) string {
+		v, ok := kafkatest.LatestOf(recs)["external-camp"]
 		if !ok {
-			return false
+			return "the external record is not processed"
 		}
 		st, err := pipeline.DecodeBudgetStatus(v)
-		return err == nil && st.SpentLifetimeMicros == 4242 && st.Status == pipeline.StatusNoBudget
+		if err != nil || st.SpentLifetimeMicros != 4242 || st.Status != pipeline.StatusNoBudget {
+			return fmt.Sprintf("the external campaign's status is %s (%v)", v, err)
+		}
+		return ""
 	})
 
 	// Any ZooKeeper client reads the selection; without the monitor's
@@ -97,15 +100,15 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	// One command stalls the primary budget enforcer.
 	id := strings.TrimSpace(run(t, bin, "fault", "inject", "--http", a.HTTP, "stall", "--service", "budget", "--side", "primary"))
 	injected := time.Now()
-	var reason string
-	eventually(t, 2*window+5*time.Second, "budget on standby in hotpair status", func() bool {
-		sel := statusOf(t, bin, a, pipeline.StageBudget)
-		if sel == nil || sel.Active != pipeline.SideStandby {
-			return false
-		}
-		reason = sel.Reason
-		return true
+	waitSelection(t, conn, paths.Selection(pipeline.StageBudget), 2*window+5*time.Second, "budget on standby", func(sel *znode.Selection) bool {
+		return sel.Active == pipeline.SideStandby
 	})
+	var reason string
+	if sel := statusOf(t, bin, a, pipeline.StageBudget); sel == nil || sel.Active != pipeline.SideStandby {
+		t.Fatalf("hotpair status does not show budget on standby: %+v", sel)
+	} else {
+		reason = sel.Reason
+	}
 	t.Logf("switched to standby %s after the stall: %s", time.Since(injected).Round(100*time.Millisecond), reason)
 	if !strings.Contains(reason, "input_rate_low") {
 		t.Errorf("the switch's reason does not name the failing rule: %s", reason)
@@ -118,9 +121,8 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	// Healed, the primary must stay healthy for the grace period first.
 	run(t, bin, "fault", "heal", "--http", a.HTTP, id)
 	healed := time.Now()
-	eventually(t, grace+3*window+10*time.Second, "budget back on primary", func() bool {
-		sel := statusOf(t, bin, a, pipeline.StageBudget)
-		return sel != nil && sel.Active == pipeline.SidePrimary
+	waitSelection(t, conn, paths.Selection(pipeline.StageBudget), grace+3*window+10*time.Second, "budget back on primary", func(sel *znode.Selection) bool {
+		return sel.Active == pipeline.SidePrimary
 	})
 	if back := time.Since(healed); back < grace {
 		t.Errorf("traffic returned %s after the heal, before the grace period %s", back, grace)
@@ -129,10 +131,12 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	// The operator credentials of the address file work for overrides.
 	run(t, bin, "override", "set", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--auth", a.OperatorAuth,
 		"--service", "pacer", "--side", "standby", "--for", "1m", "--reason", "integration test")
-	eventually(t, 10*time.Second, "the override applied", func() bool {
-		sel := statusOf(t, bin, a, pipeline.StagePacer)
-		return sel != nil && sel.Active == pipeline.SideStandby && sel.Override != nil
+	waitSelection(t, conn, paths.Selection(pipeline.StagePacer), 10*time.Second, "the override applied", func(sel *znode.Selection) bool {
+		return sel.Active == pipeline.SideStandby && sel.Override != nil
 	})
+	if sel := statusOf(t, bin, a, pipeline.StagePacer); sel == nil || sel.Active != pipeline.SideStandby || sel.Override == nil {
+		t.Errorf("hotpair status does not show the override: %+v", sel)
+	}
 	run(t, bin, "override", "clear", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--auth", a.OperatorAuth, "--service", "pacer", "--reason", "done")
 
 	// Ctrl-C stops everything.
@@ -148,25 +152,33 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	nothingListens(t, addrFile)
 }
 
-func waitAddresses(t *testing.T, file string, exited <-chan error) sandbox.Addresses {
+// waitAddresses waits for the sandbox to say it is up (it writes its
+// address file first) and reads the file.
+func waitAddresses(t *testing.T, out *testbin.Buffer, file string, exited <-chan error) sandbox.Addresses {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
+	deadline := time.After(3 * time.Minute)
+	for {
+		next := out.Changes.Next()
+		if strings.Contains(out.String(), "hotpair sandbox is up") {
+			break
+		}
 		select {
+		case <-next:
 		case err := <-exited:
 			t.Fatalf("the sandbox exited before it was ready: %v", err)
-		default:
+		case <-deadline:
+			t.Fatal("the sandbox was not up within 3 minutes")
 		}
-		if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
-			var a sandbox.Addresses
-			if err := json.Unmarshal(b, &a); err == nil {
-				return a
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatal("the sandbox wrote no address file within 3 minutes")
-	return sandbox.Addresses{}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a sandbox.Addresses
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatalf("address file %s: %v", b, err)
+	}
+	return a
 }
 
 func run(t *testing.T, bin string, args ...string) string {
@@ -208,14 +220,24 @@ func get(t *testing.T, url string) string {
 	return string(b)
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// waitSelection waits, on a ZooKeeper watch, until the selection znode p
+// decodes and satisfies cond.
+func waitSelection(t *testing.T, conn *zk.Conn, p string, timeout time.Duration, what string, cond func(*znode.Selection) bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s within %s", what, timeout)
+	deadline := time.After(timeout)
+	for {
+		b, _, changed, err := conn.GetW(p)
+		if err != nil {
+			t.Fatalf("reading %s: %v", p, err)
 		}
-		time.Sleep(250 * time.Millisecond)
+		if sel, err := znode.DecodeSelection(b); err == nil && cond(&sel) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("not %s within %s: %s", what, timeout, b)
+		}
 	}
 }
 

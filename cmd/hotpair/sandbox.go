@@ -47,8 +47,8 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "%v", err)
 	}
 	err = sb.Run(ctx, func(addr sandbox.Addresses) {
+		writeAddrFile(a, *addrFile, addr) // before the banner: whoever waits for it finds the file
 		printAddresses(a, addr)
-		writeAddrFile(a, *addrFile, addr)
 	})
 	if err != nil {
 		fmt.Fprintln(a.stderr, "hotpair sandbox:", err)
