@@ -152,14 +152,14 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	nothingListens(t, addrFile)
 }
 
-// waitAddresses waits for the sandbox to say it is up (it writes its
-// address file first) and reads the file.
+// waitAddresses waits for the sandbox's whole banner (it writes its address
+// file first) and reads the file.
 func waitAddresses(t *testing.T, out *testbin.Buffer, file string, exited <-chan error) sandbox.Addresses {
 	t.Helper()
 	deadline := time.After(3 * time.Minute)
 	for {
 		next := out.Changes.Next()
-		if strings.Contains(out.String(), "hotpair sandbox is up") {
+		if strings.Contains(out.String(), "Ctrl-C stops everything.") {
 			break
 		}
 		select {
