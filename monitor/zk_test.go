@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hotpair/hotpair/internal/changes"
+	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
@@ -65,11 +66,7 @@ func testSession(t testing.TB, addr string, auth *zkutil.Credentials) testSess {
 // after timeout.
 func waitFor(t testing.TB, changes *changes.Feed, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := changes.Until(ctx, cond); err != nil {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
+	changestest.WaitFor(t, changes, timeout, what, cond)
 }
 
 // leaderWatch records what an election reports.

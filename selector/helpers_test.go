@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotpair/hotpair/internal/changes"
+	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
@@ -120,11 +121,7 @@ func newTestSelector(t testing.TB, addr, root string, opts ...Option) (*Selector
 // component reports (a Selector's or Views' changes), or fails after timeout.
 func waitUntil(t testing.TB, changes *changes.Feed, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := changes.Until(ctx, cond); err != nil {
-		t.Fatalf("timed out after %s waiting until %s", timeout, what)
-	}
+	changestest.WaitFor(t, changes, timeout, what, cond)
 }
 
 // manualClock is a clock that moves only when the test says.

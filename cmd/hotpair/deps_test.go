@@ -9,9 +9,10 @@ import (
 
 // The binary links no test code of hotpair: test helpers live in packages
 // that only tests import (internal/zktest, internal/yamlconftest,
-// internal/kafkatest, internal/testbin). Package testing itself is still
-// linked, because goka's non-test files import it for their mocks; those
-// are the only importers allowed, so a new one fails here.
+// internal/kafkatest, internal/changestest, internal/testbin). Package
+// testing itself is still linked, because goka's non-test files import it
+// for their mocks; those are the only importers allowed, so a new one fails
+// here.
 func TestBinaryLinksNoTestCode(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", ".").CombinedOutput()
 	if err != nil {
