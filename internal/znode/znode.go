@@ -66,8 +66,17 @@ type SideState struct {
 	HealthySince *time.Time `json:"healthy_since"`
 	QPS          float64    `json:"qps"`
 	LagP99Ms     int64      `json:"lag_p99_ms"`
-	// Build is the newest build the side's instances of this service report.
+	// Build is the newest build the side's instances of this service report
+	// (the last one known while none reports).
 	Build string `json:"build,omitempty"`
+	// BuildSince is when the monitor first saw Build on this side: the hold
+	// of a staggered deploy counts from it (and from HealthySince). Absent
+	// when Build was already running as the monitor started: an established
+	// build whose age is unknown.
+	BuildSince *time.Time `json:"build_since,omitempty"`
+	// RollingFrom is the oldest other build some of the side's live
+	// instances still run: set while a deploy rolls out, empty otherwise.
+	RollingFrom string `json:"rolling_from,omitempty"`
 	// UnhealthyWindows counts the side's consecutive unhealthy evaluation
 	// windows (for failover_after), so a new leader continues the count.
 	UnhealthyWindows int `json:"unhealthy_windows,omitempty"`

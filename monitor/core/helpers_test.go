@@ -18,6 +18,10 @@ type fleet struct {
 	instances     int
 	partitions    int32
 	build         string
+	// rolled > 0: only instances below it run build, the others prevBuild
+	// (a deploy rolling out).
+	rolled        int
+	prevBuild     string
 	qps           float64 // total events/s of the fleet
 	lagMs         int64   // every event's lag
 	silent        bool    // no samples at all
@@ -38,7 +42,7 @@ func (f fleet) samples(ws, we time.Time) []pipeline.HealthSample {
 	for i := range f.instances {
 		s := pipeline.HealthSample{
 			V: pipeline.SchemaVersion, Service: f.service, Side: f.side, Role: pipeline.RoleLive,
-			Instance: fmt.Sprintf("%s-%s-%d", f.service, f.side, i), Build: f.build,
+			Instance: fmt.Sprintf("%s-%s-%d", f.service, f.side, i), Build: f.buildOf(i),
 			TopicPartitions: f.partitions, WindowStart: ws, WindowEnd: we, Events: perInstance,
 		}
 		if !(i == 0 && f.dropInstance0) {
@@ -53,6 +57,14 @@ func (f fleet) samples(ws, we time.Time) []pipeline.HealthSample {
 		out = append(out, s)
 	}
 	return out
+}
+
+// buildOf is the build instance i runs.
+func (f fleet) buildOf(i int) string {
+	if f.rolled > 0 && i >= f.rolled {
+		return f.prevBuild
+	}
+	return f.build
 }
 
 // observeN adds n lags of lagMs to h.

@@ -39,7 +39,14 @@ type SideState struct {
 	UnhealthyWindows int
 	QPS              float64
 	LagP99Ms         int64
-	Build            string
+	// Build is the newest build the side's live instances run (the last
+	// one known while none runs). BuildSince is when the monitor first saw
+	// it; zero for a build already running as the monitor started.
+	Build      string
+	BuildSince time.Time
+	// RollingFrom is the oldest other build still running on the side
+	// while a deploy rolls out; "" otherwise.
+	RollingFrom string
 }
 
 func sideIndex(side string) int {
@@ -62,7 +69,8 @@ func (s *State) observe(verdicts map[string]Verdict) {
 		ss := s.Side(side)
 		ss.Known, ss.Healthy = true, v.Healthy
 		ss.Reasons = v.ReasonStrings()
-		ss.QPS, ss.LagP99Ms, ss.Build = v.Stats.QPS, v.Stats.LagP99Ms, v.Stats.NewestBuild().Build
+		ss.QPS, ss.LagP99Ms = v.Stats.QPS, v.Stats.LagP99Ms
+		ss.observeBuilds(v.Stats.Builds)
 		if v.Healthy {
 			if ss.HealthySince.IsZero() {
 				ss.HealthySince = v.WindowStart
@@ -72,6 +80,26 @@ func (s *State) observe(verdicts map[string]Verdict) {
 			ss.HealthySince = time.Time{}
 			ss.UnhealthyWindows++
 		}
+	}
+}
+
+// observeBuilds takes in the builds the side's live instances run, oldest
+// first. A build of unknown age (running as this replica started) that the
+// side already ran keeps the BuildSince a previous leader persisted, so a
+// monitor restart never makes a fresh deploy look established. With no live
+// instance the last known build stays.
+func (ss *SideState) observeBuilds(builds []BuildSeen) {
+	if len(builds) == 0 {
+		ss.RollingFrom = ""
+		return
+	}
+	newest := builds[len(builds)-1]
+	if newest.Build != ss.Build || !newest.FirstSeen.IsZero() {
+		ss.BuildSince = newest.FirstSeen
+	}
+	ss.Build, ss.RollingFrom = newest.Build, ""
+	if len(builds) > 1 {
+		ss.RollingFrom = builds[0].Build
 	}
 }
 
@@ -100,6 +128,11 @@ func (s State) Selection() znode.Selection {
 			t := ss.HealthySince
 			zs.HealthySince = &t
 		}
+		if !ss.BuildSince.IsZero() {
+			t := ss.BuildSince
+			zs.BuildSince = &t
+		}
+		zs.RollingFrom = ss.RollingFrom
 		sel.Sides[side] = zs
 	}
 	return sel
@@ -135,6 +168,10 @@ func StateFromSelection(sel znode.Selection) (State, error) {
 		if zs.HealthySince != nil && zs.Healthy {
 			ss.HealthySince = *zs.HealthySince
 		}
+		if zs.BuildSince != nil {
+			ss.BuildSince = *zs.BuildSince
+		}
+		ss.RollingFrom = zs.RollingFrom
 	}
 	return s, nil
 }

@@ -18,6 +18,15 @@ package core
 //	clear-override [service=S]
 //	new-leader                        persist every selection as JSON, start a
 //	                                  fresh Engine from it (a new monitor leader)
+//	deploy SIDE build=B [instances=N] [service=S]
+//	                                  the side's instances run build B from now
+//	                                  on (instances=N: only the first N, a
+//	                                  rolling deploy under way)
+//	gate SIDE held=DUR ok=BOOL [rules=a,b] [other_held=DUR] ["substring"]
+//	                                  ask the rollout gate, from the selections
+//	                                  as persisted (JSON) and the overrides,
+//	                                  whether SIDE may be deployed; rules are
+//	                                  the failing rules, in order
 //	expect [service=S] active=SIDE switches=N degraded=BOOL epoch=N kind=K
 //	       override=BOOL last_switch=DUR|never
 //	expect-reason [service=S] "substring of the last decision's reason"
@@ -216,6 +225,10 @@ func (s *story) run(cmds []storyCmd) {
 			s.redecide()
 		case "new-leader":
 			s.newLeader()
+		case "deploy":
+			s.deploy(c)
+		case "gate":
+			s.gate(c)
 		case "expect":
 			s.expect(c)
 		case "expect-reason":
@@ -317,6 +330,8 @@ func (s *story) observe(c storyCmd) {
 		if l, ok := c.kv["lag"]; ok {
 			cond.fleet.lagMs = s.duration([]string{l}, 0).Milliseconds()
 		}
+		prev := s.conds[Key{svc, side}].fleet
+		cond.fleet.build, cond.fleet.rolled, cond.fleet.prevBuild = prev.build, prev.rolled, prev.prevBuild
 		s.conds[Key{svc, side}] = cond
 	}
 }

@@ -1,0 +1,143 @@
+package core
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// gateSel is a selection decided at decided with both sides healthy since
+// healthySince on established builds.
+func gateSel(service string, decided, healthySince time.Time) *znode.Selection {
+	hs := healthySince
+	return &znode.Selection{V: znode.Version, Service: service, Active: pipeline.SidePrimary, DecidedAt: decided,
+		Sides: map[string]znode.SideState{
+			pipeline.SidePrimary: {Healthy: true, HealthySince: &hs, Build: "b1"},
+			pipeline.SideStandby: {Healthy: true, HealthySince: &hs, Build: "b1"},
+		}}
+}
+
+// Every rule on its own, with the evidence an operator reads, and the
+// verdict's hold; the stories in testdata/gate-*.txt drive the same rules
+// through the Engine.
+func TestGateRules(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	at := func(d time.Duration) *time.Time { x := now.Add(-d); return &x }
+	for _, tc := range []struct {
+		name    string
+		side    string
+		edit    func(sel *znode.Selection, ov map[string]*znode.Override)
+		rules   string // failing rules of budget, in order; "" = ok
+		detail  string
+		held    time.Duration
+		maxAge  time.Duration
+		missing bool // budget has no selection
+	}{
+		{name: "both healthy for an hour", side: "standby", held: time.Hour},
+		{name: "no selection", side: "standby", missing: true, rules: "no_selection", detail: "no monitor has published a selection yet"},
+		{name: "stale selection", side: "standby", maxAge: 10 * time.Minute,
+			edit:  func(s *znode.Selection, _ map[string]*znode.Override) { s.DecidedAt = now.Add(-11 * time.Minute) },
+			rules: "selection_stale", detail: "last written 11m0s ago (limit 10m0s)", held: 49 * time.Minute},
+		{name: "other side never judged", side: "standby",
+			edit:  func(s *znode.Selection, _ map[string]*znode.Override) { delete(s.Sides, "primary") },
+			rules: "other_side_unhealthy,only_healthy_side", detail: "primary has no verdict yet"},
+		{name: "both unhealthy: no deploy of either", side: "primary",
+			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
+				s.Sides["primary"] = znode.SideState{Reasons: []string{"lag_high: p99 75000 ms > limit 60000 ms"}}
+				s.Sides["standby"] = znode.SideState{Reasons: []string{"no_heartbeat: last sample 2m0s ago"}}
+			},
+			rules: "other_side_unhealthy", detail: "standby is unhealthy: no_heartbeat: last sample 2m0s ago"},
+		{name: "build newer than the healthy streak", side: "standby",
+			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
+				ss := s.Sides["primary"]
+				ss.Build, ss.BuildSince = "b2", at(20*time.Minute)
+				s.Sides["primary"] = ss
+			},
+			rules: "hold_too_short", detail: `primary has been healthy on build "b2" for 20m0s, less than the hold 30m0s`, held: 20 * time.Minute},
+		{name: "healthy streak newer than the build", side: "standby",
+			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
+				ss := s.Sides["primary"]
+				ss.BuildSince, ss.HealthySince = at(90*time.Minute), at(5*time.Minute)
+				s.Sides["primary"] = ss
+			},
+			rules: "hold_too_short", detail: "for 5m0s, less than the hold", held: 5 * time.Minute},
+		{name: "rolling out", side: "primary",
+			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
+				ss := s.Sides["standby"]
+				ss.RollingFrom = "b0"
+				s.Sides["standby"] = ss
+			},
+			rules: "other_side_rolling_out", detail: `standby still runs "b0" beside "b1"`, held: time.Hour},
+		{name: "override pins the side", side: "standby",
+			edit: func(_ *znode.Selection, ov map[string]*znode.Override) {
+				ov["budget"] = &znode.Override{V: 1, Side: "standby", Until: now.Add(time.Minute), Reason: "maintenance", By: "alice"}
+			},
+			rules: "override_pins_side", detail: "an operator override by alice pins it to standby until", held: time.Hour},
+		{name: "override to the other side", side: "primary", held: time.Hour,
+			edit: func(_ *znode.Selection, ov map[string]*znode.Override) {
+				ov["budget"] = &znode.Override{V: 1, Side: "standby", Until: now.Add(time.Minute), Reason: "maintenance"}
+			}},
+		{name: "expired override", side: "standby", held: time.Hour,
+			edit: func(_ *znode.Selection, ov map[string]*znode.Override) {
+				ov["budget"] = &znode.Override{V: 1, Side: "standby", Until: now, Reason: "maintenance"}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := GateInput{Services: pipeline.Services(), Selections: map[string]*znode.Selection{}, Overrides: map[string]*znode.Override{}}
+			for _, svc := range pipeline.Services() {
+				in.Selections[svc] = gateSel(svc, now, now.Add(-time.Hour))
+			}
+			if tc.missing {
+				delete(in.Selections, "budget")
+			}
+			if tc.edit != nil {
+				tc.edit(in.Selections["budget"], in.Overrides)
+			}
+			v := Gate(GateRequest{Side: tc.side, Hold: 30 * time.Minute, MaxAge: tc.maxAge}, in, now)
+			var rules []string
+			var details string
+			for _, r := range v.Reasons {
+				if r.Service != "budget" {
+					t.Fatalf("a reason for %s: %s", r.Service, r)
+				}
+				rules = append(rules, r.Rule.String())
+				details += r.String() + "\n"
+			}
+			if got := strings.Join(rules, ","); got != tc.rules || v.OK != (tc.rules == "") {
+				t.Fatalf("ok=%v rules %q, want %q:\n%s", v.OK, got, tc.rules, details)
+			}
+			if !strings.Contains(details, tc.detail) {
+				t.Fatalf("reasons lack %q:\n%s", tc.detail, details)
+			}
+			if v.OtherHeld != tc.held {
+				t.Fatalf("other side held %s, want %s", v.OtherHeld, tc.held)
+			}
+			if v.Other != pipeline.OtherSide(tc.side) || len(v.Services) != 3 {
+				t.Fatalf("verdict %+v", v)
+			}
+		})
+	}
+}
+
+func TestGateRequestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		req  GateRequest
+		want string
+	}{
+		{GateRequest{Side: "standby", Hold: time.Minute}, ""},
+		{GateRequest{Side: "blue", Hold: time.Minute}, `side must be primary or standby, got "blue"`},
+		{GateRequest{Side: "primary"}, "held must be a positive duration"},
+		{GateRequest{Side: "primary", Hold: time.Minute, MaxAge: -time.Second}, "max_age must not be negative"},
+	} {
+		err := tc.req.Validate()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: got %v, want %q", tc.req, err, tc.want)
+		}
+	}
+	if v := Gate(GateRequest{Side: "primary", Hold: time.Minute}, GateInput{}, t0); v.OK {
+		t.Fatal("a gate over no services said yes")
+	}
+}
