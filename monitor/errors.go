@@ -34,6 +34,10 @@ var (
 	// override in force.
 	ErrNoOverride = errors.New("monitor: no override in force")
 
+	// ErrBadGateRequest is returned by ParseGateQuery for a rollout-gate
+	// question without a side or hold, or with a malformed one.
+	ErrBadGateRequest = errors.New("monitor: bad gate request")
+
 	// ErrKilled is returned by Run after Kill.
 	ErrKilled = errors.New("monitor: killed")
 )

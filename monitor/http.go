@@ -14,6 +14,7 @@ import (
 //
 //	/                on-call page (HTML, no scripts)
 //	/api/v1/status   Status as JSON
+//	/api/v1/gate     the rollout gate: ?side=S&held=D → 200 ok / 409 not (GateAnswer)
 //	/metrics         Prometheus metrics
 //	/healthz         200 while the evaluation loop is alive
 //	/readyz          200 once ZooKeeper is usable and a window was evaluated
@@ -23,6 +24,7 @@ func (m *Monitor) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", m.serveHealthz)
 	mux.HandleFunc("GET /readyz", m.serveReadyz)
 	mux.HandleFunc("GET /api/v1/status", m.serveStatus)
+	mux.HandleFunc("GET /api/v1/gate", m.serveGate)
 	mux.HandleFunc("GET /{$}", m.servePage)
 	return mux
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -91,61 +92,78 @@ func LoadConfig(path string) (Config, error) {
 	return c, nil
 }
 
-// Validate checks every key; errors name the key and the fix.
+// Validate checks every key and returns every problem (joined); each names
+// the key and the fix.
 func (c Config) Validate() error {
-	switch {
-	case !IsSide(c.Side):
-		return fmt.Errorf("side: %q is not a side; set side: primary or side: standby", c.Side)
-	case c.Role != RoleLive && c.Role != RoleDark:
-		return fmt.Errorf("role: %q is not a role; use live or dark", c.Role)
-	case len(c.Brokers) == 0:
-		return fmt.Errorf("brokers: at least one broker (host:port) is required")
-	case c.Topics.Partitions < 1:
-		return fmt.Errorf("topics.partitions must be at least 1, got %d", c.Topics.Partitions)
-	case c.Topics.Replication < 1:
-		return fmt.Errorf("topics.replication must be at least 1, got %d (use 1 on a single-broker cluster)", c.Topics.Replication)
-	case len(c.Stages) == 0:
-		return fmt.Errorf("stages: name at least one of %v", Stages())
-	case c.Aggregator.Window < 10*time.Millisecond:
-		return fmt.Errorf("aggregator.window must be at least 10ms, got %s", c.Aggregator.Window)
-	case c.Aggregator.Lateness < 0:
-		return fmt.Errorf("aggregator.lateness must not be negative, got %s", c.Aggregator.Lateness)
-	case c.Aggregator.MaxFuture <= 0:
-		return fmt.Errorf("aggregator.max_future must be positive, got %s", c.Aggregator.MaxFuture)
-	case c.Aggregator.IdleClose <= 0:
-		return fmt.Errorf("aggregator.idle_close must be positive, got %s", c.Aggregator.IdleClose)
-	case c.Health.SampleInterval < 100*time.Millisecond:
-		return fmt.Errorf("health.sample_interval must be at least 100ms, got %s", c.Health.SampleInterval)
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !IsSide(c.Side) {
+		bad("side: %q is not a side; set side: primary or side: standby", c.Side)
+	}
+	if c.Role != RoleLive && c.Role != RoleDark {
+		bad("role: %q is not a role; use live or dark", c.Role)
+	}
+	if len(c.Brokers) == 0 {
+		bad("brokers: at least one broker (host:port) is required")
+	}
+	if c.Topics.Partitions < 1 {
+		bad("topics.partitions must be at least 1, got %d", c.Topics.Partitions)
+	}
+	if c.Topics.Replication < 1 {
+		bad("topics.replication must be at least 1, got %d (use 1 on a single-broker cluster)", c.Topics.Replication)
+	}
+	if len(c.Stages) == 0 {
+		bad("stages: name at least one of %v", Stages())
+	}
+	for _, d := range []struct {
+		key      string
+		v, least time.Duration
+	}{
+		{"aggregator.window", c.Aggregator.Window, 10 * time.Millisecond},
+		{"aggregator.max_future", c.Aggregator.MaxFuture, time.Nanosecond},
+		{"aggregator.idle_close", c.Aggregator.IdleClose, time.Nanosecond},
+		{"health.sample_interval", c.Health.SampleInterval, 100 * time.Millisecond},
+	} {
+		if d.v < d.least {
+			if d.least == time.Nanosecond {
+				bad("%s must be positive, got %s", d.key, d.v)
+			} else {
+				bad("%s must be at least %s, got %s", d.key, d.least, d.v)
+			}
+		}
+	}
+	if c.Aggregator.Lateness < 0 {
+		bad("aggregator.lateness must not be negative, got %s", c.Aggregator.Lateness)
 	}
 	for i, b := range c.Brokers {
 		if _, _, err := net.SplitHostPort(b); err != nil {
-			return fmt.Errorf("brokers[%d]: %q is not host:port", i, b)
+			bad("brokers[%d]: %q is not host:port", i, b)
 		}
 	}
 	for i, s := range c.Stages {
 		if !IsStage(s) {
-			return fmt.Errorf("stages[%d]: %q is not a stage; use some of %v", i, s, Stages())
+			bad("stages[%d]: %q is not a stage; use some of %v", i, s, Stages())
 		}
 	}
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-			return fmt.Errorf("http.listen: %q is not host:port (e.g. :9464 or 127.0.0.1:0)", c.HTTP.Listen)
+			bad("http.listen: %q is not host:port (e.g. :9464 or 127.0.0.1:0)", c.HTTP.Listen)
 		}
 	}
 	for i, z := range c.ZK.Servers {
 		if _, _, err := net.SplitHostPort(z); err != nil {
-			return fmt.Errorf("zk.servers[%d]: %q is not host:port", i, z)
+			bad("zk.servers[%d]: %q is not host:port", i, z)
 		}
 	}
 	if _, err := zkutil.ParseCredentials(c.ZK.Auth); err != nil {
-		return fmt.Errorf("zk.auth: %v", err)
+		bad("zk.auth: %v", err)
 	}
 	for _, err := range []error{c.Storage.Validate(), c.Pacer.Validate(), c.Bidder.Validate()} {
 		if err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Options converts a valid config to pipeline options (without the injected

@@ -30,6 +30,8 @@ var commands = []command{
 	{"monitor", "run a health monitor replica (--config FILE); 'monitor simulate' replays a health history", runMonitor},
 	{"status", "show every service's active side, why, each side's verdict and overrides, from ZooKeeper", runStatus},
 	{"override", "pin a service to a side until an expiry ('set'), or end the pin ('clear')", runOverride},
+	{"gate", "the rollout gate from ZooKeeper: may a side be deployed now? (exit 0 yes, 1 no)", runGate},
+	{"config", "check config files ('config check FILE...'): every problem, named", runConfig},
 	{"sandbox", "run the whole system in one process, inject faults, run failure scenarios", runSandbox},
 	{"fault", "inject, heal and list faults in a running sandbox", runFault},
 	{"zookeeper", "run a local Apache ZooKeeper server on a free loopback port (development)", runZookeeper},
@@ -41,7 +43,12 @@ var commands = []command{
 type app struct {
 	stdout, stderr io.Writer
 	logger         *slog.Logger
+	// checkOnly is set by `config check`: a command in checkableCommands
+	// returns 0 once its flags and config are validated, starting nothing.
+	checkOnly bool
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {

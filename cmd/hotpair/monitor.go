@@ -13,6 +13,11 @@ func runMonitor(ctx context.Context, a *app, args []string) int {
 	if len(args) > 0 && args[0] == "simulate" {
 		return runMonitorSimulate(ctx, a, args[1:])
 	}
+	return runMonitorDaemon(ctx, a, args)
+}
+
+// runMonitorDaemon is "hotpair monitor --config FILE".
+func runMonitorDaemon(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "monitor", "monitor --config FILE\n       hotpair monitor simulate -h")
 	cfgPath := fs.String("config", "", "YAML config file, see docs/monitor.md (required)")
 	if code, done := parseNoArgs(a, fs, args); done {
@@ -31,6 +36,9 @@ func runMonitor(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair monitor: %v\n", err)
 		return 1
+	}
+	if a.checkOnly {
+		return 0
 	}
 	if err := m.Run(ctx); err != nil {
 		fmt.Fprintf(a.stderr, "hotpair monitor: %v\n", err)

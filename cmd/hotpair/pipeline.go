@@ -66,6 +66,9 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "hotpair pipeline: config %s: %v\n", *cfgPath, err)
 		return 1
 	}
+	if a.checkOnly {
+		return 0
+	}
 
 	reg := newRegistry()
 	opts := cfg.Options()

@@ -349,6 +349,9 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	if o.Filter, err = ff.filter(); err != nil {
 		return usageError(fs, a.stderr, "%v", err)
 	}
+	if a.checkOnly {
+		return checkPlay(a, o)
+	}
 	if o.Registerer, err = serveReplayMetrics(ctx, a.logger, *httpAddr); err != nil {
 		fmt.Fprintln(a.stderr, "hotpair replay play: --http:", err)
 		return 1
@@ -371,6 +374,22 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(a.stderr, "hotpair replay play: interrupted")
 	}
+	return 0
+}
+
+// checkPlay is replay play under `config check`: the options are valid and
+// the recording opens.
+func checkPlay(a *app, o replay.PlayerOptions) int {
+	if _, err := replay.NewPlayer(o); err != nil {
+		fmt.Fprintln(a.stderr, "hotpair replay play:", err)
+		return 1
+	}
+	r, err := replay.Open(o.Recording)
+	if err != nil {
+		fmt.Fprintln(a.stderr, "hotpair replay play:", err)
+		return 1
+	}
+	_ = r.Close()
 	return 0
 }
 

@@ -44,6 +44,9 @@ func runSelectord(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return usageError(fs, a.stderr, "--zk-auth: %v", err)
 	}
+	if _, _, err := net.SplitHostPort(*httpAddr); err != nil {
+		return usageError(fs, a.stderr, "--http %q is not host:port (e.g. :9480)", *httpAddr)
+	}
 
 	reg := newRegistry()
 	sel, err := selector.New(zkServers,
@@ -59,6 +62,9 @@ func runSelectord(ctx context.Context, a *app, args []string) int {
 	})
 	if err != nil {
 		return usageError(fs, a.stderr, "%v", err)
+	}
+	if a.checkOnly {
+		return 0
 	}
 	if err := srv.Run(ctx); err != nil {
 		fmt.Fprintln(a.stderr, "hotpair selectord:", err)

@@ -58,6 +58,17 @@ func (r GateRule) String() string {
 // MarshalText writes the rule's name.
 func (r GateRule) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
+// UnmarshalText reads a rule's name.
+func (r *GateRule) UnmarshalText(b []byte) error {
+	for i, n := range gateRuleNames {
+		if i > 0 && n == string(b) {
+			*r = GateRule(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("monitor: %q is not a gate rule", b)
+}
+
 // DefaultGateMaxAge is how old a selection may be before the gate calls it
 // stale: five default windows, and the age at which the
 // HotpairSelectionNotPublished alert fires.

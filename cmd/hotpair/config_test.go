@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// config check names every problem of every file and exits 1; good files
+// and command lines pass with 0.
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	good := "../../deploy/examples/pipeline-primary.yml"
+	mon := "../../monitor/testdata/monitor.yml"
+	threeBad := writeFile(t, dir, "pipeline.yml", "side: primery\nbrokers: [kafka-a1]\naggregator:\n  window: 1ms\n")
+	monBad := writeFile(t, dir, "monitor.yml", "zk:\n  servers: [zk1:2181]\nclusters:\n  primary: {brokers: [a:9092]}\nwindow: 0s\n")
+	neither := writeFile(t, dir, "neither.yml", "zk:\n  servers: [zk1:2181]\n")
+	both := writeFile(t, dir, "both.yml", "side: primary\nclusters: {}\n")
+	typo := writeFile(t, dir, "typo.yml", "side: primary\nbrokers: [a:9092]\nstorage:\n  dirr: /x\n")
+
+	code, out, _ := opRun("config", "check", good, mon)
+	if code != 0 || !strings.Contains(out, "ok   pipeline "+good) || !strings.Contains(out, "ok   monitor  "+mon) {
+		t.Fatalf("good files: exit %d\n%s", code, out)
+	}
+	code, out, _ = opRun("config", "check", good, threeBad, monBad, neither, both, typo)
+	if code != 1 {
+		t.Fatalf("bad files: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		"ok   pipeline " + good,
+		"BAD  pipeline " + threeBad,
+		`side: "primery" is not a side`, `brokers[0]: "kafka-a1" is not host:port`, "aggregator.window must be at least 10ms, got 1ms",
+		"BAD  monitor  " + monBad,
+		"clusters.standby.brokers is required", "window must be at least 1s",
+		"BAD  ?        " + neither, "cannot tell which config this is from its keys: pass --kind",
+		"has keys of pipeline and of monitor configs: pass --kind",
+		"key storage.dirr (line 4): unknown key",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = opRun("config", "check", "--kind", "monitor", neither)
+	if code != 1 || !strings.Contains(out, "BAD  monitor") || !strings.Contains(out, "clusters.primary.brokers is required") {
+		t.Fatalf("--kind monitor: exit %d\n%s", code, out)
+	}
+
+	// Command lines, as the daemons parse them.
+	code, out, _ = opRun("config", "check", "--", "pipeline", "--config", good, "--instance", "p-0", "--zk", "zk1:2181")
+	if code != 0 || !strings.Contains(out, "ok   command  hotpair pipeline --config") {
+		t.Fatalf("good command: exit %d\n%s", code, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pipeline", "--config", good, "--sides", "primary"}, "flag provided but not defined: -sides"},
+		{[]string{"pipeline", "--config", threeBad}, `side: "primery" is not a side`},
+		{[]string{"monitor", "--config", monBad}, "clusters.standby.brokers is required"},
+		{[]string{"selectord", "--zk", "zk1:2181", "--http", "9480"}, `--http "9480" is not host:port`},
+		{[]string{"replay", "play", filepath.Join(dir, "none.hpr"), "--target", "a:9092/ad-events", "--qps", "10"}, "none.hpr"},
+		{[]string{"sandbox"}, "only these commands can be checked: pipeline, monitor, selectord, replay play"},
+		{[]string{"monitor", "simulate", "--file", "x"}, `unexpected argument "simulate"`},
+	} {
+		code, out, _ := opRun(append([]string{"config", "check", "--"}, tc.args...)...)
+		if code != 1 || !strings.Contains(out, "BAD  command") || !strings.Contains(out, tc.want) || strings.Contains(out, "usage: hotpair") {
+			t.Errorf("%v: exit %d, want 1 naming %q (without the flag list):\n%s", tc.args, code, tc.want, out)
+		}
+	}
+	for _, args := range [][]string{{"config"}, {"config", "check"}, {"config", "check", "--kind", "dark", good}, {"config", "check", good, "--"}} {
+		if code, _, stderr := opRun(args...); code != 2 || !strings.Contains(stderr, "usage: hotpair config check") {
+			t.Errorf("%v: exit %d, want 2 with the usage:\n%s", args, code, stderr)
+		}
+	}
+}
+
+// Every checkable command returns once its config is valid, under check:
+// none of them may start (they would block on the unreachable ZooKeeper
+// and Kafka named here).
+func TestCheckableCommandsStartNothing(t *testing.T) {
+	lines := map[string][]string{
+		"pipeline":    {"pipeline", "--config", "../../deploy/examples/pipeline-standby.yml", "--zk", "127.0.0.1:1"},
+		"monitor":     {"monitor", "--config", "../../monitor/testdata/monitor.yml"},
+		"selectord":   {"selectord", "--zk", "127.0.0.1:1", "--http", "127.0.0.1:0"},
+		"replay play": {"replay", "play", "../../deploy/compose/load/ad-events.hpr", "--target", "127.0.0.1:1/ad-events", "--qps", "10", "--loop", "--duration", "8760h"},
+	}
+	for _, c := range checkableCommands {
+		args, ok := lines[strings.Join(c.path, " ")]
+		if !ok {
+			t.Fatalf("no command line to check %v with", c.path)
+		}
+		done := make(chan error, 1)
+		go func() { done <- checkCommand(context.Background(), args) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%v: %v", args, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v did not return under check: it started", args)
+		}
+	}
+}

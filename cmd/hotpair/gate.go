@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor"
+	"github.com/hotpair/hotpair/monitor/core"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// runGate is "hotpair gate": the rollout gate from ZooKeeper alone (no
+// monitor needs to answer), for scripts and CI pipelines. Exit 0: the side
+// may be deployed now; 1: not (or ZooKeeper could not be read); 2: usage.
+func runGate(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "gate", "gate --zk HOST:PORT[,...] --side primary|standby --held DURATION [--max-age 10m] [--json]")
+	zf := addOpZKFlags(fs)
+	side := fs.String("side", "", "the side about to be deployed (required)")
+	held := fs.Duration("held", 0, "how long the other side must have been healthy on its current build, e.g. 1h (required; use at least the monitor's stagger.period)")
+	maxAge := fs.Duration("max-age", core.DefaultGateMaxAge, "refuse when a selection is older than this (no monitor leading)")
+	asJSON := fs.Bool("json", false, "print the answer as JSON (the body of the monitor's /api/v1/gate)")
+	if code, done := parseNoArgs(a, fs, args); done {
+		return code
+	}
+	problem, creds := zf.check()
+	if problem != "" {
+		return usageError(fs, a.stderr, "%s", problem)
+	}
+	req := core.GateRequest{Side: *side, Hold: *held, MaxAge: *maxAge}
+	if err := req.Validate(); err != nil {
+		return usageError(fs, a.stderr, "%v", err)
+	}
+	sess, err := zf.connect(ctx, a, creds)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair gate: %v\n", err)
+		return 1
+	}
+	defer sess.Close()
+	st, err := monitor.ReadStatus(sess.Conn(), znode.NewPaths(*zf.root), pipeline.Services(), time.Now())
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair gate: %v\n", err)
+		return 1
+	}
+	ans := monitor.Gate(st, req)
+	if *asJSON {
+		err = printJSON(a.stdout, ans)
+	} else {
+		err = monitor.WriteGateText(a.stdout, ans)
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair gate: %v\n", err)
+		return 1
+	}
+	if !ans.OK {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,126 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor/core"
+)
+
+// GateAnswer is the rollout gate's answer as JSON: the body of
+// /api/v1/gate (HTTP 200 when OK, 409 when not) and of `hotpair gate
+// --json`. Rollout tools read ok (Argo Rollouts: successCondition
+// result.ok == true; Flagger: the status code).
+type GateAnswer struct {
+	OK bool `json:"ok"`
+	// Side is the side asked about; Other the side that must have held.
+	Side  string `json:"side"`
+	Other string `json:"other"`
+	// Held is the hold asked for.
+	Held string `json:"held"`
+	// OtherHeld is how long the other side has been healthy on its current
+	// build on every service (the shortest over the services), up to the
+	// last evaluated window.
+	OtherHeld        string  `json:"other_held"`
+	OtherHeldSeconds float64 `json:"other_held_seconds"`
+	// Reasons say why not, one line each ("rule: service: evidence");
+	// empty when ok. Failing holds the same, structured.
+	Reasons  []string           `json:"reasons"`
+	Failing  []core.GateReason  `json:"failing"`
+	Services []core.GateService `json:"services"`
+	// CheckedAt is when the gate judged, on the answering clock.
+	CheckedAt time.Time `json:"checked_at"`
+}
+
+// Gate judges req against a status: the selections as published and the
+// overrides, as the monitor holds them (Monitor.Status) or as ZooKeeper
+// holds them (ReadStatus). Both give the same answer for the same state.
+func Gate(st Status, req core.GateRequest) GateAnswer {
+	in := core.GateInput{Selections: map[string]*znode.Selection{}, Overrides: map[string]*znode.Override{}}
+	for _, ss := range st.Services {
+		in.Services = append(in.Services, ss.Service)
+		in.Selections[ss.Service], in.Overrides[ss.Service] = ss.Selection, ss.Override
+	}
+	v := core.Gate(req, in, st.Now)
+	a := GateAnswer{OK: v.OK, Side: v.Side, Other: v.Other, Held: v.Hold.String(),
+		OtherHeld: v.OtherHeld.Round(time.Second).String(), OtherHeldSeconds: v.OtherHeld.Seconds(),
+		Reasons: []string{}, Failing: v.Reasons, Services: v.Services, CheckedAt: st.Now}
+	if a.Failing == nil {
+		a.Failing = []core.GateReason{}
+	}
+	for _, r := range v.Reasons {
+		a.Reasons = append(a.Reasons, r.String())
+	}
+	return a
+}
+
+// ParseGateQuery reads side, held and max_age (optional) from a query.
+func ParseGateQuery(q url.Values) (core.GateRequest, error) {
+	req := core.GateRequest{Side: q.Get("side")}
+	for _, d := range []struct {
+		key      string
+		dst      *time.Duration
+		required bool
+	}{{"held", &req.Hold, true}, {"max_age", &req.MaxAge, false}} {
+		v := q.Get(d.key)
+		if v == "" {
+			if d.required {
+				return core.GateRequest{}, fmt.Errorf("%w: %s is required (e.g. %s=30m)", ErrBadGateRequest, d.key, d.key)
+			}
+			continue
+		}
+		x, err := time.ParseDuration(v)
+		if err != nil {
+			return core.GateRequest{}, fmt.Errorf("%w: %s=%q is not a duration (e.g. 30m)", ErrBadGateRequest, d.key, v)
+		}
+		*d.dst = x
+	}
+	if err := req.Validate(); err != nil {
+		return core.GateRequest{}, fmt.Errorf("%w: %v", ErrBadGateRequest, err)
+	}
+	return req, nil
+}
+
+// serveGate is GET /api/v1/gate?side=S&held=D[&max_age=D]: 200 when side S
+// may be deployed now, 409 when not, 400 for a bad question.
+func (m *Monitor) serveGate(w http.ResponseWriter, r *http.Request) {
+	req, err := ParseGateQuery(r.URL.Query())
+	if err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		return
+	}
+	a := Gate(m.Status(), req)
+	code := http.StatusOK
+	if !a.OK {
+		code = http.StatusConflict
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(a)
+}
+
+// WriteGateText writes the answer for people: the verdict, then every reason.
+func WriteGateText(w io.Writer, a GateAnswer) error {
+	var b strings.Builder
+	if a.OK {
+		fmt.Fprintf(&b, "yes: %s may be deployed now: %s has been healthy on its build for %s on every service (hold %s)\n",
+			a.Side, a.Other, a.OtherHeld, a.Held)
+	} else {
+		fmt.Fprintf(&b, "no: %s may not be deployed now (%s has held %s of %s):\n", a.Side, a.Other, a.OtherHeld, a.Held)
+		for _, r := range a.Reasons {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
