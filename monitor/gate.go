@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/internal/httpserver"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/core"
+	"github.com/hotpair/hotpair/pipeline"
 )
 
 // GateAnswer is the rollout gate's answer as JSON: the body of
@@ -38,11 +39,12 @@ type GateAnswer struct {
 	CheckedAt time.Time `json:"checked_at"`
 }
 
-// Gate judges req against a status: the selections as published and the
+// Gate judges req against a status, the selections as published and the
 // overrides, as the monitor holds them (Monitor.Status) or as ZooKeeper
-// holds them (ReadStatus). Both give the same answer for the same state.
-func Gate(st Status, req core.GateRequest) GateAnswer {
-	in := core.GateInput{Selections: map[string]*znode.Selection{}, Overrides: map[string]*znode.Override{}}
+// holds them (ReadStatus), and the registered pipeline instances
+// (ReadRegistrations). Both give the same answer for the same state.
+func Gate(st Status, registered []pipeline.Registration, req core.GateRequest) GateAnswer {
+	in := core.GateInput{Selections: map[string]*znode.Selection{}, Overrides: map[string]*znode.Override{}, Registered: registered}
 	for _, ss := range st.Services {
 		in.Services = append(in.Services, ss.Service)
 		in.Selections[ss.Service], in.Overrides[ss.Service] = ss.Selection, ss.Override
@@ -88,25 +90,31 @@ func ParseGateQuery(q url.Values) (core.GateRequest, error) {
 }
 
 // serveGate is GET /api/v1/gate?side=S&held=D[&max_age=D]: 200 when side S
-// may be deployed now, 409 when not, 400 for a bad question.
+// may be deployed now, 409 when not, 400 for a bad question, 503 when the
+// registered instances cannot be read (no ZooKeeper session).
 func (m *Monitor) serveGate(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, msg string) { httpserver.WriteJSON(w, code, map[string]string{"error": msg}) }
 	req, err := ParseGateQuery(r.URL.Query())
 	if err != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		fail(http.StatusBadRequest, err.Error())
 		return
 	}
-	a := Gate(m.Status(), req)
+	p := m.pub.Load()
+	if p == nil || !p.s.Usable() {
+		fail(http.StatusServiceUnavailable, "monitor: no ZooKeeper session: cannot read the registered pipeline instances")
+		return
+	}
+	regs, err := ReadRegistrations(p.s.Conn(), m.paths)
+	if err != nil {
+		fail(http.StatusServiceUnavailable, "monitor: reading the registered pipeline instances: "+err.Error())
+		return
+	}
+	a := Gate(m.Status(), regs, req)
 	code := http.StatusOK
 	if !a.OK {
 		code = http.StatusConflict
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(a)
+	httpserver.WriteJSON(w, code, a)
 }
 
 // WriteGateText writes the answer for people: the verdict, then every reason.

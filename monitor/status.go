@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Status is what `hotpair status`, /api/v1/status and the on-call page show.
@@ -143,6 +144,41 @@ func ReadStatus(conn *zk.Conn, paths znode.Paths, services []string, now time.Ti
 
 // readRegistered lists <root>/instances/<cluster>/<stage>/<instance>.
 func readRegistered(conn *zk.Conn, paths znode.Paths) ([]Registered, error) {
+	var out []Registered
+	err := walkInstances(conn, paths, func(cluster, stage string, instances []string) error {
+		out = append(out, Registered{Cluster: cluster, Stage: stage, Instances: instances})
+		return nil
+	})
+	return out, err
+}
+
+// ReadRegistrations reads the registration document of every pipeline
+// instance registered in ZooKeeper. An instance that goes away meanwhile or
+// whose document does not decode is left out.
+func ReadRegistrations(conn *zk.Conn, paths znode.Paths) ([]pipeline.Registration, error) {
+	var out []pipeline.Registration
+	err := walkInstances(conn, paths, func(cluster, stage string, instances []string) error {
+		for _, in := range instances {
+			b, _, err := conn.Get(paths.Instances(cluster, stage) + "/" + in)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			var r pipeline.Registration
+			if json.Unmarshal(b, &r) == nil {
+				out = append(out, r)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// walkInstances calls fn for every (cluster, stage) under <root>/instances
+// with its instances, in name order.
+func walkInstances(conn *zk.Conn, paths znode.Paths, fn func(cluster, stage string, instances []string) error) error {
 	children := func(p string) ([]string, error) {
 		kids, _, err := conn.Children(p)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -153,21 +189,22 @@ func readRegistered(conn *zk.Conn, paths znode.Paths) ([]Registered, error) {
 	}
 	clusters, err := children(paths.Root + "/instances")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []Registered
 	for _, cl := range clusters {
 		stages, err := children(paths.Root + "/instances/" + cl)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, stage := range stages {
 			inst, err := children(paths.Instances(cl, stage))
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out = append(out, Registered{Cluster: cl, Stage: stage, Instances: inst})
+			if err := fn(cl, stage, inst); err != nil {
+				return err
+			}
 		}
 	}
-	return out, nil
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,11 +23,12 @@ const (
 	FaultStopZK       = "stop-zk"             // ZooKeeper goes away
 	FaultKillLeader   = "kill-monitor-leader" // the leading monitor replica crashes
 	FaultKillInstance = "kill-instance"       // a stage's instance dies abruptly and restarts
+	FaultDeploy       = "deploy"              // a side's pipelines restart on a new build label
 )
 
 // FaultKinds lists every kind.
 func FaultKinds() []string {
-	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultKillLeader, FaultKillInstance}
+	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultKillLeader, FaultKillInstance, FaultDeploy}
 }
 
 // FaultSpec is what to inject. Durations are Go duration strings ("30s").
@@ -40,6 +42,8 @@ type FaultSpec struct {
 	Period string `json:"period,omitempty"`
 	// Lag is how late a lag fault makes records arrive.
 	Lag string `json:"lag,omitempty"`
+	// Build is the build label a deploy restarts the side's pipelines on.
+	Build string `json:"build,omitempty"`
 }
 
 // Fault is an injected fault.
@@ -99,7 +103,7 @@ func parseSpec(spec FaultSpec, window time.Duration) (parsedSpec, error) {
 		}
 		*d.dst = v
 	}
-	needsSide := map[string]bool{FaultStall: true, FaultLag: true, FaultCutIngest: true, FaultStopCluster: true, FaultFlap: true, FaultKillInstance: true}
+	needsSide := map[string]bool{FaultStall: true, FaultLag: true, FaultCutIngest: true, FaultStopCluster: true, FaultFlap: true, FaultKillInstance: true, FaultDeploy: true}
 	needsService := map[string]bool{FaultStall: true, FaultFlap: true, FaultKillInstance: true}
 	switch {
 	case needsSide[spec.Kind] && !pipeline.IsSide(spec.Side):
@@ -108,6 +112,10 @@ func parseSpec(spec FaultSpec, window time.Duration) (parsedSpec, error) {
 		return bad("%s needs --service, one of %v, got %q", spec.Kind, pipeline.Stages(), spec.Service)
 	case spec.Kind == FaultLag && p.lag == 0:
 		return bad("lag needs --lag, e.g. 90s")
+	case spec.Kind == FaultDeploy && strings.TrimSpace(spec.Build) == "":
+		return bad("deploy needs --build, e.g. v2")
+	case spec.Kind != FaultDeploy && spec.Build != "":
+		return bad("%s takes no --build", spec.Kind)
 	case !needsSide[spec.Kind] && spec.Side != "", !needsService[spec.Kind] && spec.Service != "":
 		return bad("%s takes no --side or --service", spec.Kind)
 	}
@@ -190,6 +198,9 @@ func describe(f *Fault, p parsedSpec) string {
 	if p.Kind == FaultFlap {
 		d += " every " + p.period.String()
 	}
+	if p.Kind == FaultDeploy {
+		d += " of build " + p.Build
+	}
 	if p.dur > 0 {
 		d += " for " + p.dur.String()
 	}
@@ -205,12 +216,13 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 	s := fs.s
 	switch p.Kind {
 	case FaultStall:
-		if err := s.pipes[p.Side].Pause(p.Service, true); err != nil {
+		pipe := s.pipe(p.Side)
+		if err := pipe.Pause(p.Service, true); err != nil {
 			return err
 		}
-		f.heal = func() error { return s.pipes[p.Side].Pause(p.Service, false) }
+		f.heal = func() error { return pipe.Pause(p.Service, false) }
 	case FaultFlap:
-		pipe := s.pipes[p.Side]
+		pipe := s.pipe(p.Side)
 		pause := func(paused bool) error { return pipe.Pause(p.Service, paused) }
 		if err := pause(true); err != nil {
 			return err // the first stall did not happen: no fault
@@ -249,10 +261,15 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 		f.Detail = fmt.Sprintf("killed sandbox-monitor-%d; it restarts when the fault heals", i+1)
 		f.heal = func() error { return s.monitors.restart(i) }
 	case FaultKillInstance:
-		if err := s.pipes[p.Side].RestartStage(p.Service); err != nil {
+		if err := s.pipe(p.Side).RestartStage(p.Service); err != nil {
 			return err
 		}
 		f.Detail = "the instance died and restarts, recovering its state from its changelog"
+	case FaultDeploy:
+		if err := s.deploy(p.Side, p.Build); err != nil {
+			return err
+		}
+		f.Detail = "every stage stopped and started again on the new build, recovering its state from its changelog"
 	}
 	return nil
 }

@@ -161,6 +161,7 @@ func (r *replicas) handler() http.Handler {
 func (s *Sandbox) watchVerdicts(ctx context.Context) error {
 	type key struct{ service, side string }
 	last := map[key]string{}
+	stagger := map[string]string{}
 	tick := time.NewTicker(s.opts.Timing.Window / 3)
 	defer tick.Stop()
 	for {
@@ -176,6 +177,12 @@ func (s *Sandbox) watchVerdicts(ctx context.Context) error {
 		for _, svc := range m.Status().Services {
 			if svc.Local == nil {
 				continue
+			}
+			if v := svc.Local.StaggerViolation; v != stagger[svc.Service] {
+				stagger[svc.Service] = v
+				if v != "" {
+					s.events.add(Event{Kind: EventStagger, Service: svc.Service, Detail: v})
+				}
 			}
 			for _, side := range pipeline.Sides() {
 				v, ok := svc.Local.Sides[side]

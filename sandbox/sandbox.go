@@ -50,6 +50,10 @@ type Timing struct {
 	ZKSession time.Duration
 	// AggWindow and AggLateness are the aggregator's window and lateness.
 	AggWindow, AggLateness time.Duration
+	// Hold is how long a side must run a new build healthily before the
+	// other side may take it: the monitors' stagger period, and what the
+	// staggered-deploy scenario asks the rollout gate for.
+	Hold time.Duration
 }
 
 // DemoTiming is the interactive sandbox's: a switch within a window of 15 s,
@@ -57,7 +61,7 @@ type Timing struct {
 func DemoTiming() Timing {
 	return Timing{Window: 15 * time.Second, Grace: 90 * time.Second, SampleInterval: 2 * time.Second,
 		PartitionGrace: 20 * time.Second, LagLimit: 20 * time.Second, CatchUpLag: time.Second, ZKSession: 6 * time.Second,
-		AggWindow: 5 * time.Second, AggLateness: 2 * time.Second}
+		AggWindow: 5 * time.Second, AggLateness: 2 * time.Second, Hold: 2 * time.Minute}
 }
 
 // ScenarioTiming is the scripted scenarios': short enough that each runs in
@@ -65,7 +69,7 @@ func DemoTiming() Timing {
 func ScenarioTiming() Timing {
 	return Timing{Window: 3 * time.Second, Grace: 15 * time.Second, SampleInterval: time.Second,
 		PartitionGrace: 15 * time.Second, LagLimit: 8 * time.Second, CatchUpLag: time.Second, ZKSession: 4 * time.Second,
-		AggWindow: 2 * time.Second, AggLateness: time.Second}
+		AggWindow: 2 * time.Second, AggLateness: time.Second, Hold: 12 * time.Second}
 }
 
 // Options configure a sandbox. The zero value is the demo.
@@ -157,7 +161,7 @@ type Sandbox struct {
 	zk       *zkserver.Server // nil with an external ZooKeeper
 	zkAddr   string
 	clusters map[string]*cluster
-	pipes    map[string]*pipeline.Pipeline
+	pipes    map[string]*pipeRun // guarded by mu: a deploy replaces a side's
 	ingest   *pipeline.Ingester
 	sel      *selector.Selector
 	views    *selector.Views
@@ -183,7 +187,7 @@ func New(o Options) (*Sandbox, error) {
 	if o.Timing.Window < 3*o.Timing.SampleInterval {
 		return nil, fmt.Errorf("sandbox: the monitor window (%s) must hold at least 3 sample intervals (%s)", o.Timing.Window, o.Timing.SampleInterval)
 	}
-	s := &Sandbox{opts: o, log: o.Logger, clusters: map[string]*cluster{}, pipes: map[string]*pipeline.Pipeline{},
+	s := &Sandbox{opts: o, log: o.Logger, clusters: map[string]*cluster{}, pipes: map[string]*pipeRun{},
 		regs: newRegistries()}
 	s.faults = newFaults(s)
 	s.monitors = newReplicas(s)
@@ -332,25 +336,84 @@ func (s *Sandbox) startClusters(context.Context) error {
 }
 
 func (s *Sandbox) startPipelines(context.Context) error {
-	t := s.opts.Timing
 	for _, side := range pipeline.Sides() {
-		reg := s.regs.add("pipeline-" + side)
-		p, err := pipeline.New(pipeline.Options{
-			Brokers: s.clusters[side].brokers(), Side: side, Instance: "sandbox-" + side,
-			Partitions: s.opts.Partitions, Replication: 1, CreateTopics: true,
-			Storage: statestore.Config{Backend: statestore.BackendMemory},
-			Window:  t.AggWindow, Lateness: t.AggLateness, IdleClose: t.AggWindow,
-			SampleInterval: t.SampleInterval,
-			Registry:       &pipeline.RegistryOptions{Servers: []string{s.zkAddr}, Root: s.opts.ZKRoot, SessionTimeout: t.ZKSession},
-			Logger:         s.log, Registerer: reg,
-		})
-		if err != nil {
+		if err := s.startPipeline(side, ""); err != nil {
 			return err
 		}
-		s.pipes[side] = p
-		s.goRun("pipeline "+side, p.Run)
 	}
+	s.onStop(func() {
+		for _, side := range pipeline.Sides() {
+			if run := s.pipeRunOf(side); run != nil {
+				run.halt()
+			}
+		}
+	})
 	return nil
+}
+
+// pipeRun is one side's running pipeline.
+type pipeRun struct {
+	p    *pipeline.Pipeline
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// halt stops the pipeline and waits for it.
+func (r *pipeRun) halt() {
+	r.stop()
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+	}
+}
+
+// startPipeline starts a side's pipeline reporting build ("" the binary's)
+// in its health samples. Its metrics replace those of the side's previous
+// pipeline, as a restarted process's would.
+func (s *Sandbox) startPipeline(side, build string) error {
+	t := s.opts.Timing
+	reg := s.regs.add("pipeline-" + side)
+	p, err := pipeline.New(pipeline.Options{
+		Brokers: s.clusters[side].brokers(), Side: side, Instance: "sandbox-" + side, Build: build,
+		Partitions: s.opts.Partitions, Replication: 1, CreateTopics: true,
+		Storage: statestore.Config{Backend: statestore.BackendMemory},
+		Window:  t.AggWindow, Lateness: t.AggLateness, IdleClose: t.AggWindow,
+		SampleInterval: t.SampleInterval,
+		Registry:       &pipeline.RegistryOptions{Servers: []string{s.zkAddr}, Root: s.opts.ZKRoot, SessionTimeout: t.ZKSession},
+		Logger:         s.log, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
+	run := &pipeRun{p: p, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(run.done)
+		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("sandbox: pipeline stopped", "side", side, "err", err)
+		}
+	}()
+	s.mu.Lock()
+	s.pipes[side] = run
+	s.mu.Unlock()
+	return nil
+}
+
+// pipe returns a side's current pipeline.
+func (s *Sandbox) pipe(side string) *pipeline.Pipeline { return s.pipeRunOf(side).p }
+
+func (s *Sandbox) pipeRunOf(side string) *pipeRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pipes[side]
+}
+
+// deploy restarts a side's pipeline on a new build label, as a rolling
+// deploy of its instances would: the stages stop, start again and recover
+// their state from the changelogs.
+func (s *Sandbox) deploy(side, build string) error {
+	s.pipeRunOf(side).halt()
+	return s.startPipeline(side, build)
 }
 
 func (s *Sandbox) startIngest(context.Context) error {
@@ -420,6 +483,7 @@ func (s *Sandbox) monitorConfig(i int) monitor.Config {
 	c.Window, c.Decision.Grace = t.Window, t.Grace
 	c.Rules.SampleInterval, c.Rules.PartitionGrace = t.SampleInterval, t.PartitionGrace
 	c.Rules.LagLimit, c.Rules.CatchUpLag = t.LagLimit, t.CatchUpLag
+	c.Stagger.Period = t.Hold
 	return c
 }
 
@@ -491,8 +555,8 @@ func (s *Sandbox) waitUntil(ctx context.Context, timeout time.Duration, what str
 // budgetsApplied reports whether both sides' pipelines have recovered and
 // the views of both sides hold a budget status for every budgeted campaign.
 func (s *Sandbox) budgetsApplied() bool {
-	for _, p := range s.pipes {
-		if !p.Ready() {
+	for _, side := range pipeline.Sides() {
+		if !s.pipe(side).Ready() {
 			return false
 		}
 	}

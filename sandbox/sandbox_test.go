@@ -8,11 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/monitor"
+	"github.com/hotpair/hotpair/monitor/core"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -26,6 +29,10 @@ func TestParseSpec(t *testing.T) {
 		{FaultSpec{Kind: FaultStopZK}, ""},
 		{FaultSpec{Kind: FaultKillLeader}, ""},
 		{FaultSpec{Kind: FaultFlap, Service: "pacer", Side: "primary", Period: "6s"}, ""},
+		{FaultSpec{Kind: FaultDeploy, Side: "standby", Build: "v2"}, ""},
+		{FaultSpec{Kind: FaultDeploy, Side: "standby"}, "deploy needs --build"},
+		{FaultSpec{Kind: FaultDeploy, Build: "v2"}, "deploy needs --side"},
+		{FaultSpec{Kind: FaultStall, Service: "budget", Side: "primary", Build: "v2"}, "stall takes no --build"},
 		{FaultSpec{Kind: "meteor"}, `kind "meteor" is not one of`},
 		{FaultSpec{Kind: FaultStall, Service: "budget"}, "stall needs --side"},
 		{FaultSpec{Kind: FaultStall, Side: "primary", Service: "enforcer"}, "stall needs --service"},
@@ -79,7 +86,7 @@ func TestFaultAPI(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != wantCode {
+		if wantCode != 0 && resp.StatusCode != wantCode {
 			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, wantCode)
 		}
 		if out != nil {
@@ -97,6 +104,7 @@ func TestFaultAPI(t *testing.T) {
 		t.Fatalf("injected fault %+v", f)
 	}
 	call("POST", "/api/v1/faults", `{"kind":"stall","service":"budget","side":"primary"}`, http.StatusBadRequest, nil) // already in force
+	gateCalls(t, call)
 	var kill Fault
 	call("POST", "/api/v1/faults", `{"kind":"kill-instance","service":"pacer","side":"standby"}`, http.StatusCreated, &kill)
 	if kill.Active() {
@@ -144,5 +152,38 @@ func TestFaultAPI(t *testing.T) {
 			c.Close()
 			t.Errorf("%s still listening after Run returned", addr)
 		}
+	}
+}
+
+// gateCalls asks the rollout gate over the sandbox's HTTP address, as a
+// rollout tool does, while the primary budget enforcer is stalled.
+func gateCalls(t *testing.T, call func(method, path, body string, wantCode int, out any)) {
+	t.Helper()
+	call("GET", "/api/v1/gate?side=standby", "", http.StatusBadRequest, nil)
+	call("GET", "/api/v1/gate?side=blue&held=1m", "", http.StatusBadRequest, nil)
+	call("GET", "/api/v1/gate?side=standby&held=later", "", http.StatusBadRequest, nil)
+	var a monitor.GateAnswer
+	call("GET", "/api/v1/gate?side=standby&held=1h", "", http.StatusConflict, &a)
+	if a.OK || a.Side != "standby" || a.Other != "primary" || a.Held != "1h0m0s" || len(a.Services) != 3 || len(a.Reasons) == 0 {
+		t.Fatalf("gate answer %+v", a)
+	}
+	// The stalled primary budget enforcer is found unhealthy within a few
+	// windows: the standby must then not be deployed, the primary may.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		call("GET", "/api/v1/gate?side=standby&held=1ms", "", 0, &a)
+		if slices.ContainsFunc(a.Failing, func(r core.GateReason) bool {
+			return r.Rule == core.GateOtherSideUnhealthy && r.Service == "budget"
+		}) && slices.ContainsFunc(a.Failing, func(r core.GateReason) bool { return r.Rule == core.GateOnlyHealthySide }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gate never saw the stalled primary: %+v", a.Reasons)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	call("GET", "/api/v1/gate?side=primary&held=1ms", "", http.StatusOK, &a)
+	if !a.OK || a.OtherHeldSeconds <= 0 {
+		t.Fatalf("gate for the primary: %+v", a)
 	}
 }

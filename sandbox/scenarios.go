@@ -22,6 +22,7 @@ func scenarios() []scenario {
 		{name: "zk-outage", summary: "ZooKeeper goes away: the read side keeps its last snapshot, the monitors keep deciding; a stall during the outage is published once ZooKeeper is back", run: zkOutage},
 		{name: "monitor-failover", summary: "the leading monitor crashes during a grace period: the other replica takes over within the session timeout and continues the grace clock, neither losing nor reversing the decision",
 			timing: func(t *Timing) { t.Grace = 24 * time.Second }, run: monitorFailover},
+		{name: "staggered-deploy", summary: "the primary's pipelines restart on a new build: the rollout gate holds the standby back until the primary has run it healthily for the hold, then lets it follow and holds the primary back in turn; no stagger violation is flagged", run: staggeredDeploy},
 		{name: "crash-restart", summary: "pipeline instances die abruptly and restart (the primary aggregator, then the standby budget enforcer): state comes back from the changelogs and every campaign's spend stays exact", run: crashRestart},
 	}
 }

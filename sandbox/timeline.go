@@ -25,6 +25,7 @@ const (
 	EventSwitch  = "switch"
 	EventCheck   = "check"
 	EventInfo    = "info"
+	EventStagger = "stagger" // a monitor flagged both sides of a service as on new builds
 )
 
 // String formats an event as one timeline line, relative to start.

@@ -17,7 +17,7 @@ import (
 func runFault(ctx context.Context, a *app, args []string) int {
 	if len(args) == 0 || (args[0] != "inject" && args[0] != "heal" && args[0] != "list") {
 		fmt.Fprintln(a.stderr, "usage: hotpair fault inject|heal|list --http ADDR ...")
-		fmt.Fprintln(a.stderr, "  hotpair fault inject --http ADDR KIND [--service S] [--side SIDE] [--for D] [--period D] [--lag D]")
+		fmt.Fprintln(a.stderr, "  hotpair fault inject --http ADDR KIND [--service S] [--side SIDE] [--for D] [--period D] [--lag D] [--build B]")
 		fmt.Fprintln(a.stderr, "  hotpair fault heal --http ADDR (ID | --all)")
 		fmt.Fprintln(a.stderr, "  hotpair fault list --http ADDR")
 		fmt.Fprintln(a.stderr, "kinds: "+strings.Join(sandbox.FaultKinds(), ", "))
@@ -49,7 +49,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 }
 
 func faultInject(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "fault inject", "fault inject --http ADDR KIND [--service S] [--side SIDE] [--for D] [--period D] [--lag D]\n\nkinds: "+strings.Join(sandbox.FaultKinds(), ", "))
+	fs := newFlags(a, "fault inject", "fault inject --http ADDR KIND [--service S] [--side SIDE] [--for D] [--period D] [--lag D] [--build B]\n\nkinds: "+strings.Join(sandbox.FaultKinds(), ", "))
 	addr := fs.String("http", "", "the sandbox's HTTP address (host:port)")
 	var spec sandbox.FaultSpec
 	fs.StringVar(&spec.Service, "service", "", "stage: aggregator, budget, pacer or bidder (stall, flap, kill-instance)")
@@ -57,6 +57,7 @@ func faultInject(ctx context.Context, a *app, args []string) int {
 	dur := fs.Duration("for", 0, "heal by itself after this long (default: until healed)")
 	period := fs.Duration("period", 0, "flap: stalled and healthy for this long each (default: the monitor window)")
 	lag := fs.Duration("lag", 0, "lag: how late the side's records arrive")
+	fs.StringVar(&spec.Build, "build", "", "deploy: the build label the side's pipelines restart on")
 	pos, code, done := parseInterleaved(fs, args)
 	if done {
 		return code

@@ -43,7 +43,12 @@ func runGate(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "hotpair gate: %v\n", err)
 		return 1
 	}
-	ans := monitor.Gate(st, req)
+	regs, err := monitor.ReadRegistrations(sess.Conn(), znode.NewPaths(*zf.root))
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair gate: %v\n", err)
+		return 1
+	}
+	ans := monitor.Gate(st, regs, req)
 	if *asJSON {
 		err = printJSON(a.stdout, ans)
 	} else {

@@ -38,6 +38,10 @@ const (
 	// GateOtherSideRollingOut: the other side's instances still run more
 	// than one build: its own deploy has not finished.
 	GateOtherSideRollingOut
+	// GateOtherSideBuildUnjudged: an instance of the other side registered
+	// in ZooKeeper runs a build the monitor has not judged yet: it was
+	// deployed moments ago, before the monitor's next window could see it.
+	GateOtherSideBuildUnjudged
 	// GateHoldTooShort: the other side has been healthy on its current
 	// build for less than the hold: its new build has not proved itself.
 	GateHoldTooShort
@@ -46,7 +50,7 @@ const (
 )
 
 var gateRuleNames = [...]string{"", "no_selection", "selection_stale", "other_side_unhealthy", "only_healthy_side",
-	"other_side_rolling_out", "hold_too_short", "override_pins_side"}
+	"other_side_rolling_out", "other_side_build_unjudged", "hold_too_short", "override_pins_side"}
 
 func (r GateRule) String() string {
 	if r <= 0 || int(r) >= len(gateRuleNames) {
@@ -100,11 +104,14 @@ func (r GateRequest) Validate() error {
 }
 
 // GateInput is what the gate reads: per service the published selection
-// (nil or absent: none) and the override document (nil or absent: none).
+// (nil or absent: none) and the override document (nil or absent: none),
+// and the pipeline instances registered in ZooKeeper, which show a deploy
+// at once, before the monitor's next window judges it.
 type GateInput struct {
 	Services   []string
 	Selections map[string]*znode.Selection
 	Overrides  map[string]*znode.Override
+	Registered []pipeline.Registration
 }
 
 // GateReason is one failing rule for one service, with its evidence.
@@ -155,6 +162,8 @@ type gateCase struct {
 	other    znode.SideState
 	known    bool // the selection has a verdict of the other side
 	now      time.Time
+	// registered are the live instances of the service's stage on the other side.
+	registered []pipeline.Registration
 }
 
 // gateRules are the named predicates in the order their reasons are listed;
@@ -170,6 +179,7 @@ var gateRules = []struct {
 	{GateOtherSideUnhealthy, true, otherSideUnhealthy},
 	{GateOnlyHealthySide, true, onlyHealthySide},
 	{GateOtherSideRollingOut, true, otherSideRollingOut},
+	{GateOtherSideBuildUnjudged, true, otherSideBuildUnjudged},
 	{GateHoldTooShort, true, holdTooShort},
 	{GateOverridePinsSide, false, overridePinsSide},
 }
@@ -183,6 +193,11 @@ func Gate(req GateRequest, in GateInput, now time.Time) GateVerdict {
 	v := GateVerdict{Side: req.Side, Other: other, Hold: req.Hold}
 	for i, svc := range in.Services {
 		c := &gateCase{req: req, service: svc, sel: in.Selections[svc], override: in.Overrides[svc], now: now}
+		for _, r := range in.Registered {
+			if r.Side == other && r.Stage == svc && r.Role != pipeline.RoleDark {
+				c.registered = append(c.registered, r)
+			}
+		}
 		gs := GateService{Service: svc}
 		if c.sel != nil {
 			c.self = c.sel.Sides[req.Side]
@@ -259,6 +274,16 @@ func onlyHealthySide(c *gateCase) (string, bool) {
 func otherSideRollingOut(c *gateCase) (string, bool) {
 	return fmt.Sprintf("%s still runs %q beside %q: its deploy has not finished", pipeline.OtherSide(c.req.Side), c.other.RollingFrom, c.other.Build),
 		c.known && c.other.RollingFrom != ""
+}
+
+func otherSideBuildUnjudged(c *gateCase) (string, bool) {
+	for _, r := range c.registered {
+		if r.Build != c.other.Build && r.Build != c.other.RollingFrom {
+			return fmt.Sprintf("%s instance %s runs %q since %s, which the monitor has not judged yet (it last saw %q)",
+				r.Side, r.Instance, r.Build, r.StartedAt.UTC().Format(time.RFC3339), c.other.Build), true
+		}
+	}
+	return "", false
 }
 
 func holdTooShort(c *gateCase) (string, bool) {

@@ -26,6 +26,7 @@ func gateSel(service string, decided, healthySince time.Time) *znode.Selection {
 func TestGateRules(t *testing.T) {
 	now := t0.Add(2 * time.Hour)
 	at := func(d time.Duration) *time.Time { x := now.Add(-d); return &x }
+	var registered []pipeline.Registration
 	for _, tc := range []struct {
 		name    string
 		side    string
@@ -71,6 +72,20 @@ func TestGateRules(t *testing.T) {
 				s.Sides["standby"] = ss
 			},
 			rules: "other_side_rolling_out", detail: `standby still runs "b0" beside "b1"`, held: time.Hour},
+		{name: "a deploy the monitor has not judged yet", side: "standby", held: time.Hour,
+			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
+				registered = []pipeline.Registration{
+					{Side: "primary", Role: "live", Stage: "budget", Instance: "p-0", Build: "b1"},
+					{Side: "primary", Role: "dark", Stage: "budget", Instance: "d-0", Build: "b9"},
+					{Side: "standby", Role: "live", Stage: "budget", Instance: "s-0", Build: "b9"},
+					{Side: "primary", Role: "live", Stage: "budget", Instance: "p-1", Build: "b2", StartedAt: now.Add(-time.Second)},
+				}
+			},
+			rules: "other_side_build_unjudged", detail: `primary instance p-1 runs "b2" since 2026-11-30T13:59:59Z, which the monitor has not judged yet (it last saw "b1")`},
+		{name: "registered instances on judged builds", side: "standby", held: time.Hour,
+			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
+				registered = []pipeline.Registration{{Side: "primary", Role: "live", Stage: "budget", Instance: "p-0", Build: "b1"}}
+			}},
 		{name: "override pins the side", side: "standby",
 			edit: func(_ *znode.Selection, ov map[string]*znode.Override) {
 				ov["budget"] = &znode.Override{V: 1, Side: "standby", Until: now.Add(time.Minute), Reason: "maintenance", By: "alice"}
@@ -86,6 +101,7 @@ func TestGateRules(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			registered = nil
 			in := GateInput{Services: pipeline.Services(), Selections: map[string]*znode.Selection{}, Overrides: map[string]*znode.Override{}}
 			for _, svc := range pipeline.Services() {
 				in.Selections[svc] = gateSel(svc, now, now.Add(-time.Hour))
@@ -96,6 +112,7 @@ func TestGateRules(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(in.Selections["budget"], in.Overrides)
 			}
+			in.Registered = registered
 			v := Gate(GateRequest{Side: tc.side, Hold: 30 * time.Minute, MaxAge: tc.maxAge}, in, now)
 			var rules []string
 			var details string
