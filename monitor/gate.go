@@ -89,9 +89,12 @@ func ParseGateQuery(q url.Values) (core.GateRequest, error) {
 	return req, nil
 }
 
-// serveGate is GET /api/v1/gate?side=S&held=D[&max_age=D]: 200 when side S
-// may be deployed now, 409 when not, 400 for a bad question, 503 when the
-// registered instances cannot be read (no ZooKeeper session).
+// serveGate is GET (or POST, as Flagger's webhooks call) /api/v1/gate?side=S&held=D
+// [&max_age=D][&always_200=true]: 200 when side S may be deployed now, 409
+// when not, 400 for a bad question, 503 when the registered instances cannot
+// be read (no ZooKeeper session). always_200 answers a "no" with 200 too, for
+// callers that take any other code for an error (Argo Rollouts' web metrics):
+// they read ok from the body.
 func (m *Monitor) serveGate(w http.ResponseWriter, r *http.Request) {
 	fail := func(code int, msg string) { httpserver.WriteJSON(w, code, map[string]string{"error": msg}) }
 	req, err := ParseGateQuery(r.URL.Query())
@@ -111,7 +114,7 @@ func (m *Monitor) serveGate(w http.ResponseWriter, r *http.Request) {
 	}
 	a := Gate(m.Status(), regs, req)
 	code := http.StatusOK
-	if !a.OK {
+	if !a.OK && r.URL.Query().Get("always_200") != "true" {
 		code = http.StatusConflict
 	}
 	httpserver.WriteJSON(w, code, a)

@@ -3,6 +3,8 @@ package monitor
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/hotpair/hotpair/pipeline"
 )
 
 // metrics are the monitor's Prometheus metrics (DESIGN §6). Labels are only
@@ -86,5 +88,21 @@ func newMetrics(reg prometheus.Registerer, steps func() float64) *metrics {
 			Help: "Health samples skipped as bad, by side and reason."}, []string{"side", "reason"}),
 		consumerErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_consumer_errors_total",
 			Help: "Errors reading hotpair-health, by the cluster (side)."}, []string{"side"}),
+	}
+}
+
+// initCounters exports the switch and publish-error counters at zero for
+// every service, so that the alerts' increase() sees the first switch or
+// error instead of a series that appears at 1.
+func (m *metrics) initCounters(services []string) {
+	for _, svc := range services {
+		for _, side := range pipeline.Sides() {
+			for _, kind := range []string{"failover", "return", "override"} {
+				m.switches.WithLabelValues(svc, side, kind)
+			}
+		}
+		for _, reason := range []string{"fenced", "version_conflict", "acl", "zk"} {
+			m.publishErrors.WithLabelValues(svc, reason)
+		}
 	}
 }

@@ -123,6 +123,7 @@ func New(o Options) (*Monitor, error) {
 		kopts: o.KafkaOptions, hist: newHistory(o.Config.History), ovPoke: make(chan struct{}, 1),
 	}
 	mon.m = newMetrics(o.Registerer, func() float64 { return float64(mon.steps.Load()) })
+	mon.m.initCounters(o.Config.Services)
 	mon.leader.Store(&leadership{})
 	return mon, nil
 }
