@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, what hotpair's sandbox and tests run beside
-# Go: the Apache ZooKeeper server, a Java runtime for it, and Chromium for the
-# on-call page test. Does nothing when they are present.
+# Go: the Apache ZooKeeper server, a Java runtime for it, Chromium for the
+# on-call page test, and promtool (package prometheus) for the alert rules'
+# unit tests. Does nothing when they are present.
 set -euo pipefail
 need=()
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ "${HOTPAIR_SKIP_CHROMIUM:-}" = "" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi
@@ -14,9 +16,9 @@ sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
 echo "installing ${need[*]} (apt-get)"
 export DEBIAN_FRONTEND=noninteractive
-if ! $sudo apt-get install -y -qq "${need[@]}" >/dev/null; then
+if ! $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; then
   $sudo apt-get update -qq
-  $sudo apt-get install -y -qq "${need[@]}" >/dev/null || {
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null || {
     echo "could not install: ${need[*]}; run: sudo apt-get update && sudo apt-get install -y ${need[*]}" >&2
     exit 1
   }

@@ -1,0 +1,253 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	"gopkg.in/yaml.v3"
+)
+
+const (
+	alertRules = "prometheus/hotpair-monitor-alerts.yml"
+	alertTests = "prometheus/hotpair-monitor-alerts.test.yml"
+	dashboard  = "grafana/hotpair.json"
+)
+
+var promParser = parser.NewParser(parser.Options{})
+
+// grafanaVars stands in for the dashboard's variables, as Grafana
+// interpolates them before it sends a query.
+var grafanaVars = strings.NewReplacer("$__rate_interval", "1m", "${job}", ".+", "$job", ".+", "$service", "budget")
+
+// queries returns every PromQL expression of the dashboard (panels and
+// annotations) and of the alert rules, by where it is.
+func queries(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	groups, errs := rulefmt.ParseFile(alertRules, false, model.UTF8Validation, promParser, slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		t.Fatalf("%s: %v", alertRules, errs)
+	}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			out[alertRules+": "+r.Alert] = r.Expr
+		}
+	}
+	b, err := os.ReadFile(dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d any
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", dashboard, err)
+	}
+	labelValues := regexp.MustCompile(`^label_values\((.*), *[a-z_]+\)$`)
+	var walk func(v any, where string)
+	walk = func(v any, where string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if title, ok := v["title"].(string); ok {
+				where = dashboard + ": " + title
+			} else if name, ok := v["name"].(string); ok {
+				where = dashboard + ": " + name
+			}
+			for k, x := range v {
+				if s, ok := x.(string); ok && k == "expr" {
+					out[where+" "+s] = grafanaVars.Replace(s)
+				} else if ok && k == "definition" {
+					m := labelValues.FindStringSubmatch(s)
+					if m == nil {
+						t.Errorf("%s: variable query %q is not label_values(SELECTOR, LABEL)", where, s)
+						continue
+					}
+					out[where+" "+s] = grafanaVars.Replace(m[1])
+				} else {
+					walk(x, where)
+				}
+			}
+		case []any:
+			for _, x := range v {
+				walk(x, where)
+			}
+		}
+	}
+	walk(d, dashboard)
+	return out
+}
+
+// metricNames parses expr with Prometheus's own parser and returns the
+// metric names it selects.
+func metricNames(t *testing.T, where, expr string) []string {
+	t.Helper()
+	e, err := promParser.ParseExpr(expr)
+	if err != nil {
+		t.Errorf("%s: %q does not parse: %v", where, expr, err)
+		return nil
+	}
+	var names []string
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			names = append(names, vs.Name)
+		}
+		return nil
+	})
+	return names
+}
+
+// Every expression of the dashboard and the alert rules parses, and names
+// only metrics that a running sandbox exports: the test starts `hotpair
+// sandbox`, makes it produce a dead letter and a bad health sample (budget
+// rows played into ad-events and hotpair-health), and scrapes /metrics.
+func TestQueriesNameExportedMetrics(t *testing.T) {
+	used := map[string][]string{}
+	for where, expr := range queries(t) {
+		for _, n := range metricNames(t, where, expr) {
+			used[n] = append(used[n], where)
+		}
+	}
+	if len(used) < 20 {
+		t.Fatalf("only %d metrics used: %v", len(used), used)
+	}
+	exported := scrapeSandbox(t)
+	for name, where := range used {
+		if !exported[name] {
+			slices.Sort(where)
+			t.Errorf("%s is not exported by a running sandbox; used in:\n  %s", name, strings.Join(where, "\n  "))
+		}
+	}
+}
+
+// scrapeSandbox runs the sandbox on loopback until its /metrics shows the
+// dead letter and the bad health sample it was fed, and returns the metric
+// names it exports.
+func scrapeSandbox(t *testing.T) map[string]bool {
+	t.Helper()
+	bin := hotpairBin(t)
+	dir := t.TempDir()
+	addrFile := filepath.Join(dir, "addr.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "sandbox", "--http", "127.0.0.1:0", "--addr-file", addrFile,
+		"--campaigns", "6", "--qps", "40", "--window", "6s")
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &logs
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	var a struct {
+		Primary []string `json:"primary_brokers"`
+		HTTP    string   `json:"http"`
+	}
+	for {
+		if b, err := os.ReadFile(addrFile); err == nil && json.Unmarshal(b, &a) == nil && a.HTTP != "" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the sandbox did not come up:\n%s", logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, topic := range []string{"ad-events", "hotpair-health"} {
+		play := exec.CommandContext(ctx, bin, "replay", "play", "compose/load/budgets.hpr", "--target", a.Primary[0]+"/"+topic, "--max")
+		if out, err := play.CombinedOutput(); err != nil {
+			t.Fatalf("playing budget rows into %s: %v\n%s", topic, err, out)
+		}
+	}
+	for {
+		names := map[string]bool{}
+		resp, err := http.Get("http://" + a.HTTP + "/metrics")
+		if err == nil {
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				if line == "" || line[0] == '#' {
+					continue
+				}
+				names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
+			}
+			resp.Body.Close()
+		}
+		if names["hotpair_dead_letters_total"] && names["hotpair_monitor_bad_samples_total"] {
+			return names
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the sandbox never exported the dead letter and the bad sample it was fed (have %d names)", len(names))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Every alert rule has a promtool unit test that expects it to fire, and
+// promtool (Debian's prometheus package, installed by scripts/install-deps.sh)
+// passes the rules and the tests.
+func TestEveryAlertHasAPromtoolTest(t *testing.T) {
+	var tests struct {
+		RuleFiles []string `yaml:"rule_files"`
+		Tests     []struct {
+			AlertRuleTest []struct {
+				Alertname string `yaml:"alertname"`
+				ExpAlerts []any  `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	b, err := os.ReadFile(alertTests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &tests); err != nil {
+		t.Fatal(err)
+	}
+	fires := map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			fires[a.Alertname] = fires[a.Alertname] || len(a.ExpAlerts) > 0
+		}
+	}
+	groups, errs := rulefmt.ParseFile(alertRules, false, model.UTF8Validation, promParser, slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	n := 0
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			n++
+			if r.Alert != "" && !fires[r.Alert] {
+				t.Errorf("alert %s has no promtool unit test that expects it to fire", r.Alert)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no rules")
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool is not installed: run scripts/install-deps.sh (Debian package prometheus)")
+	}
+	for _, args := range [][]string{{"check", "rules", filepath.Base(alertRules)}, {"test", "rules", filepath.Base(alertTests)}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = "prometheus"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
