@@ -16,9 +16,9 @@ sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
 echo "installing ${need[*]} (apt-get)"
 export DEBIAN_FRONTEND=noninteractive
-if ! $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; then
+if ! $sudo apt-get install -y -qq "${need[@]}" >/dev/null; then
   $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null || {
+  $sudo apt-get install -y -qq "${need[@]}" >/dev/null || {
     echo "could not install: ${need[*]}; run: sudo apt-get update && sudo apt-get install -y ${need[*]}" >&2
     exit 1
   }
