@@ -199,24 +199,22 @@ func TestKustomizeBuilds(t *testing.T) {
 		checkPDB(t, pdbs, d.Name, d.Spec.Template.Labels)
 	}
 	for _, s := range svcs {
-		if !slices.ContainsFunc(append(podLabelsOf(sets), podLabelsOfD(deps)...), func(l map[string]string) bool { return selects(s.Spec.Selector, l) }) {
+		if !slices.ContainsFunc(podLabels(all.objs), func(l map[string]string) bool { return selects(s.Spec.Selector, l) }) {
 			t.Errorf("service %s selects no pods", s.Name)
 		}
 	}
 }
 
-func podLabelsOf(sets []*appsv1.StatefulSet) []map[string]string {
+// podLabels are the pod template labels of every workload in objs.
+func podLabels(objs []runtime.Object) []map[string]string {
 	var out []map[string]string
-	for _, s := range sets {
-		out = append(out, s.Spec.Template.Labels)
-	}
-	return out
-}
-
-func podLabelsOfD(deps []*appsv1.Deployment) []map[string]string {
-	var out []map[string]string
-	for _, d := range deps {
-		out = append(out, d.Spec.Template.Labels)
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.StatefulSet:
+			out = append(out, o.Spec.Template.Labels)
+		case *appsv1.Deployment:
+			out = append(out, o.Spec.Template.Labels)
+		}
 	}
 	return out
 }

@@ -2,13 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor"
@@ -18,13 +15,8 @@ import (
 // hotpair gate answers from ZooKeeper alone: what a monitor published, with
 // no monitor running.
 func TestGateOnZooKeeper(t *testing.T) {
-	addr := zktest.Addr(t)
-	root := fmt.Sprintf("/hotpair-test/gate-%08x", rand.Uint32())
+	conn, addr, root := zkForTest(t, "gate")
 	paths := znode.NewPaths(root)
-	conn := zktest.Conn(t, addr, nil)
-	if err := zkutil.EnsurePath(conn, paths.SelectionDir(), zkutil.OpenACL()); err != nil {
-		t.Fatal(err)
-	}
 	zkf := []string{"--zk", addr, "--zk-root", root}
 	gate := func(args ...string) (int, string, string) {
 		return opRun(append(append([]string{"gate"}, zkf...), args...)...)

@@ -3,13 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor"
@@ -74,10 +71,8 @@ func TestMonitorBadConfigNamesTheKey(t *testing.T) {
 
 // status and override work straight on ZooKeeper, with no monitor running.
 func TestStatusAndOverrideOnZooKeeper(t *testing.T) {
-	addr := zktest.Addr(t)
-	root := fmt.Sprintf("/hotpair-test/cli-%08x", rand.Uint32())
+	conn, addr, root := zkForTest(t, "cli")
 	paths := znode.NewPaths(root)
-	conn := zktest.Conn(t, addr, nil)
 	// A selection as a monitor published it before going away.
 	since := time.Now().Add(-20 * time.Minute).UTC()
 	sel := znode.Selection{V: 1, Service: "budget", Active: "standby", Preferred: "primary", Epoch: 2,
@@ -89,9 +84,6 @@ func TestStatusAndOverrideOnZooKeeper(t *testing.T) {
 		},
 		StaggerViolation: "both sides took a new build within the stagger period 1h0m0s"}
 	b, _ := znode.Encode(sel)
-	if err := zkutil.EnsurePath(conn, paths.SelectionDir(), zkutil.OpenACL()); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := conn.Create(paths.Selection("budget"), b, 0, zkutil.OpenACL()); err != nil {
 		t.Fatal(err)
 	}

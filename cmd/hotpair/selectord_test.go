@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/internal/changes"
-	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/selector"
@@ -65,13 +62,8 @@ func (b *selectordBuffer) String() string {
 }
 
 func TestSelectordServesTheSelection(t *testing.T) {
-	addr := zktest.Addr(t)
-	root := fmt.Sprintf("/selectord-test-%d", rand.Uint64())
-	conn := zktest.Conn(t, addr, nil)
+	conn, addr, root := zkForTest(t, "selectord")
 	paths := znode.NewPaths(root)
-	if err := zkutil.EnsurePath(conn, paths.SelectionDir(), zkutil.OpenACL()); err != nil {
-		t.Fatal(err)
-	}
 	doc, _ := znode.Encode(znode.Selection{V: 1, Service: "pacer", Active: "standby", Preferred: "primary", Epoch: 6, Reason: "primary lag_high"})
 	if _, err := conn.Create(paths.Selection("pacer"), doc, 0, zkutil.OpenACL()); err != nil {
 		t.Fatal(err)
