@@ -128,7 +128,9 @@ func TestDockerfileBuildsTheBinary(t *testing.T) {
 	plain := hotpairBin(t)
 	if os.Getenv("HOTPAIR_BIN") != "" {
 		plain = filepath.Join(dir, "plain-hotpair")
-		if b, err := exec.Command("go", "build", "-o", plain, filepath.Join(repo, "cmd", "hotpair")).CombinedOutput(); err != nil {
+		gb := exec.Command("go", "build", "-o", plain, "./cmd/hotpair")
+		gb.Dir = repo
+		if b, err := gb.CombinedOutput(); err != nil {
 			t.Fatalf("go build: %v\n%s", err, b)
 		}
 	}
