@@ -134,6 +134,11 @@ func (m *Monitor) ID() string { return m.id }
 // IsLeader reports whether this replica leads (and so is the one writer).
 func (m *Monitor) IsLeader() bool { return m.leader.Load().Leader }
 
+// Changes tells whoever waits (the sandbox, tests) that the replica's state
+// changed: its session, its leadership, a sample merged, a window evaluated,
+// a publication. Waiters check what they wait for again at every change.
+func (m *Monitor) Changes() *changes.Feed { return &m.changes }
+
 // Ready reports whether the replica has a usable ZooKeeper session and has
 // evaluated at least one window.
 func (m *Monitor) Ready() bool { return m.zkUp.Load() && m.evaluated.Load() }

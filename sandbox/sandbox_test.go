@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/zkserver"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
+	"github.com/hotpair/hotpair/pipeline"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -86,7 +88,7 @@ func TestFaultAPI(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		if wantCode != 0 && resp.StatusCode != wantCode {
+		if resp.StatusCode != wantCode {
 			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, wantCode)
 		}
 		if out != nil {
@@ -104,7 +106,7 @@ func TestFaultAPI(t *testing.T) {
 		t.Fatalf("injected fault %+v", f)
 	}
 	call("POST", "/api/v1/faults", `{"kind":"stall","service":"budget","side":"primary"}`, http.StatusBadRequest, nil) // already in force
-	gateCalls(t, call)
+	gateCalls(t, sb, call)
 	var kill Fault
 	call("POST", "/api/v1/faults", `{"kind":"kill-instance","service":"pacer","side":"standby"}`, http.StatusCreated, &kill)
 	if kill.Active() {
@@ -157,7 +159,7 @@ func TestFaultAPI(t *testing.T) {
 
 // gateCalls asks the rollout gate over the sandbox's HTTP address, as a
 // rollout tool does, while the primary budget enforcer is stalled.
-func gateCalls(t *testing.T, call func(method, path, body string, wantCode int, out any)) {
+func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, wantCode int, out any)) {
 	t.Helper()
 	call("GET", "/api/v1/gate?side=standby", "", http.StatusBadRequest, nil)
 	call("GET", "/api/v1/gate?side=blue&held=1m", "", http.StatusBadRequest, nil)
@@ -168,19 +170,23 @@ func gateCalls(t *testing.T, call func(method, path, body string, wantCode int, 
 		t.Fatalf("gate answer %+v", a)
 	}
 	// The stalled primary budget enforcer is found unhealthy within a few
-	// windows: the standby must then not be deployed, the primary may.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		call("GET", "/api/v1/gate?side=standby&held=1ms", "", 0, &a)
-		if slices.ContainsFunc(a.Failing, func(r core.GateReason) bool {
-			return r.Rule == core.GateOtherSideUnhealthy && r.Service == "budget"
-		}) && slices.ContainsFunc(a.Failing, func(r core.GateReason) bool { return r.Rule == core.GateOnlyHealthySide }) {
-			break
+	// windows: once the answering replica has published that (and the
+	// standby healthy), the standby must not be deployed, the primary may.
+	m := sb.monitors.any()
+	changestest.WaitFor(t, m.Changes(), time.Minute, "the stalled primary budget enforcer published unhealthy", func() bool {
+		for _, ss := range m.Status().Services {
+			if ss.Service == pipeline.StageBudget && ss.Selection != nil {
+				primary, judged := ss.Selection.Sides[pipeline.SidePrimary]
+				return judged && !primary.Healthy && ss.Selection.Sides[pipeline.SideStandby].Healthy
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gate never saw the stalled primary: %+v", a.Reasons)
+		return false
+	})
+	call("GET", "/api/v1/gate?side=standby&held=1ms", "", http.StatusConflict, &a)
+	for _, rule := range []core.GateRule{core.GateOtherSideUnhealthy, core.GateOnlyHealthySide} {
+		if !slices.ContainsFunc(a.Failing, func(r core.GateReason) bool { return r.Rule == rule && r.Service == pipeline.StageBudget }) {
+			t.Fatalf("the gate does not refuse the standby with %s on budget: %+v", rule, a.Reasons)
 		}
-		time.Sleep(500 * time.Millisecond)
 	}
 	call("GET", "/api/v1/gate?side=primary&held=1ms", "", http.StatusOK, &a)
 	if !a.OK || a.OtherHeldSeconds <= 0 {
