@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -146,25 +145,50 @@ func scrapeSandbox(t *testing.T) map[string]bool {
 	cmd := exec.CommandContext(ctx, bin, "sandbox", "--http", "127.0.0.1:0", "--addr-file", addrFile,
 		"--campaigns", "6", "--qps", "40", "--window", "6s")
 	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &logs
+	cmd.Stderr = &logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 30 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { cancel(); _ = cmd.Wait() }()
+	// The sandbox writes its address file, then prints its banner.
+	up := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		seen := false
+		for sc.Scan() { // to the end, so the sandbox never blocks on a full pipe
+			if !seen && strings.HasPrefix(sc.Text(), "hotpair sandbox is up") {
+				seen = true
+				up <- true
+			}
+		}
+		if !seen {
+			up <- false
+		}
+	}()
+	select {
+	case ok := <-up:
+		if !ok {
+			t.Fatalf("the sandbox exited before it was up:\n%s", logs.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("the sandbox was not up within 4 minutes:\n%s", logs.String())
+	}
 	var a struct {
 		Primary []string `json:"primary_brokers"`
 		HTTP    string   `json:"http"`
 	}
-	for {
-		if b, err := os.ReadFile(addrFile); err == nil && json.Unmarshal(b, &a) == nil && a.HTTP != "" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the sandbox did not come up:\n%s", logs.String())
-		}
-		time.Sleep(200 * time.Millisecond)
+	b, err := os.ReadFile(addrFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &a); err != nil || a.HTTP == "" || len(a.Primary) == 0 {
+		t.Fatalf("address file %s: %v", b, err)
 	}
 	for _, topic := range []string{"ad-events", "hotpair-health"} {
 		play := exec.CommandContext(ctx, bin, "replay", "play", "compose/load/budgets.hpr", "--target", a.Primary[0]+"/"+topic, "--max")
