@@ -263,9 +263,12 @@ func (r *run) steady(what string) {
 func (r *run) window(n float64) time.Duration { return time.Duration(n * float64(r.t.Window)) }
 
 // switchWithin is the longest a switch may take after a fault shows: the
-// window in progress may end before the fault shows in full, the next one
-// catches it, then the decision is published.
-func (r *run) switchWithin() time.Duration { return r.window(2) + 3*time.Second }
+// samples that show it arrive up to a sample interval later, the window in
+// progress may end before the fault shows in full, the next one catches it,
+// then the decision is published (3 s leaves room for a loaded machine).
+func (r *run) switchWithin() time.Duration {
+	return r.t.SampleInterval + r.window(2) + 3*time.Second
+}
 
 // finish heals every fault still in force and compares spend with the
 // ground truth once both sides have caught up.
