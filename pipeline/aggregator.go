@@ -28,6 +28,10 @@ import (
 // emitted) is not dropped: it is emitted as a SpendEvent of its own, id
 // campaign/window_start_ms/late/event_id, and counted in
 // hotpair_late_events_total. Downstream, spend is counted exactly once per id.
+//
+// Every SpendEvent carries due_at, the moment it could first have been right
+// (window_end + lateness; a late one: its ad event's ts), from which the
+// services measure their end-to-end event lag.
 type aggregator struct {
 	*stage
 	marks *watermarks
@@ -79,6 +83,7 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 			ID: LateSpendID(ev.Campaign, start, ev.ID), Campaign: ev.Campaign, Advertiser: ev.Advertiser,
 			SpendMicros: ev.PriceMicros, Events: 1,
 			WindowStart: start, WindowEnd: start.Add(time.Duration(w.SizeMs) * time.Millisecond),
+			DueAt: ev.TS.UTC(),
 		}, recv)
 	}
 	a.closeDue(ctx, w, recv)
@@ -100,10 +105,11 @@ func (a aggregator) onWake(ctx goka.Context, _ any) {
 func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, now time.Time) {
 	for _, pane := range w.CloseDue(a.marks.at(ctx.Partition(), now)) {
 		start := time.UnixMilli(pane.StartMs).UTC()
+		end := start.Add(time.Duration(w.SizeMs) * time.Millisecond)
 		a.emit(ctx, SpendEvent{
 			ID: SpendID(ctx.Key(), start), Campaign: ctx.Key(), Advertiser: pane.Advertiser,
 			SpendMicros: pane.Micros, Events: pane.Events,
-			WindowStart: start, WindowEnd: start.Add(time.Duration(w.SizeMs) * time.Millisecond),
+			WindowStart: start, WindowEnd: end, DueAt: end.Add(time.Duration(w.LatenessMs) * time.Millisecond),
 		}, now)
 	}
 }

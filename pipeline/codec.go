@@ -187,6 +187,14 @@ func (f *fields) time(name string, p *string) time.Time {
 	return t.UTC()
 }
 
+// optionalTime reads a time that may be absent (or null): zero when it is.
+func (f *fields) optionalTime(name string, p *string) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return f.time(name, p)
+}
+
 func (f *fields) unit(name string, p *float64, lo, hi float64) float64 {
 	if !f.present(name, p == nil) {
 		return 0

@@ -49,6 +49,7 @@ type spendEventWire struct {
 	Events      *int64  `json:"events"`
 	WindowStart *string `json:"window_start"`
 	WindowEnd   *string `json:"window_end"`
+	DueAt       *string `json:"due_at"`
 	EmittedAt   *string `json:"emitted_at"`
 }
 
@@ -70,11 +71,16 @@ func DecodeSpendEvent(b []byte) (SpendEvent, error) {
 		Events:      f.nonNegative("events", w.Events),
 		WindowStart: f.time("window_start", w.WindowStart),
 		WindowEnd:   f.time("window_end", w.WindowEnd),
+		DueAt:       f.optionalTime("due_at", w.DueAt),
 		EmittedAt:   f.time("emitted_at", w.EmittedAt),
 	}
 	if f.err == nil && !e.WindowEnd.After(e.WindowStart) {
 		f.fail(ReasonInvalidWindow, "window_end", "%s is not after window_start %s",
 			e.WindowEnd.Format(time.RFC3339Nano), e.WindowStart.Format(time.RFC3339Nano))
+	}
+	if f.err == nil && !e.DueAt.IsZero() && e.DueAt.Before(e.WindowStart) {
+		f.fail(ReasonInvalidWindow, "due_at", "%s is before window_start %s",
+			e.DueAt.Format(time.RFC3339Nano), e.WindowStart.Format(time.RFC3339Nano))
 	}
 	if f.err == nil && !validSpendID(e.ID, e.Campaign, e.WindowStart) {
 		f.fail(ReasonInvalidSpendID, "id", "%q is neither %q nor %q", e.ID,

@@ -32,6 +32,11 @@ func TestDecodeReasons(t *testing.T) {
 		{"good ad event", "ad", ad, ""},
 		{"good spend event", "spend", spend, ""},
 		{"good late spend event", "spend", r("1796032800000", "1796032800000/late/e7").Replace(spend), ""},
+		{"good spend event with due_at", "spend", r(`"emitted_at"`, `"due_at":"2026-11-30T10:00:15Z","emitted_at"`).Replace(spend), ""},
+		{"null due_at reads as absent", "spend", r(`"emitted_at"`, `"due_at":null,"emitted_at"`).Replace(spend), ""},
+		{"due_at not a time", "spend", r(`"emitted_at"`, `"due_at":"soon","emitted_at"`).Replace(spend), ReasonInvalidTimestamp},
+		{"due_at of the wrong type", "spend", r(`"emitted_at"`, `"due_at":15,"emitted_at"`).Replace(spend), ReasonWrongType},
+		{"due_at before the window", "spend", r(`"emitted_at"`, `"due_at":"2026-11-30T09:59:59Z","emitted_at"`).Replace(spend), ReasonInvalidWindow},
 		{"good budget", "budget", budget, ""},
 		{"good status", "status", status, ""},
 		{"good pacing", "pacing", pacing, ""},
@@ -78,6 +83,32 @@ func TestEncodingIsDeterministic(t *testing.T) {
 	b2, _ := Encode(e)
 	if string(b1) != string(b2) || !strings.Contains(string(b1), `"window_start":"1970-01-01T00:00:01Z"`) {
 		t.Fatalf("encoding: %s", b1)
+	}
+}
+
+// A SpendEvent carries due_at when its aggregator wrote it; one without it
+// (an older aggregator) reads as window_end + the reader's lateness, and
+// encodes without the field, so v=1 readers of either age agree.
+func TestSpendEventDueAt(t *testing.T) {
+	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	e := SpendEvent{V: 1, ID: SpendID("c1", start), Campaign: "c1", Advertiser: "a", SpendMicros: 5, Events: 1,
+		WindowStart: start, WindowEnd: start.Add(10 * time.Second), EmittedAt: start.Add(16 * time.Second)}
+	b, _ := Encode(e)
+	if strings.Contains(string(b), "due_at") {
+		t.Fatalf("a zero due_at is written: %s", b)
+	}
+	old, err := DecodeSpendEvent(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := old.DueAtOr(5 * time.Second); !got.Equal(start.Add(15 * time.Second)) {
+		t.Fatalf("without due_at: %s, want window_end + lateness", got)
+	}
+	e.DueAt = start.Add(3 * time.Second) // a late event's ts
+	b, _ = Encode(e)
+	got, err := DecodeSpendEvent(b)
+	if err != nil || !got.DueAt.Equal(e.DueAt) || !got.DueAtOr(5*time.Second).Equal(e.DueAt) {
+		t.Fatalf("round trip of %s: %+v, %v", b, got, err)
 	}
 }
 

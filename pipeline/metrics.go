@@ -5,16 +5,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
+// lagBuckets are the bounds, in seconds, of the lag histograms.
+var lagBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
 // metrics of one Pipeline. Labels: service (the stage), side, role, reason.
 type metrics struct {
 	events       *prometheus.CounterVec
 	lag          *prometheus.HistogramVec
+	hopLag       *prometheus.HistogramVec
 	deadLetters  *prometheus.CounterVec
 	duplicates   *prometheus.CounterVec
 	lateEvents   *prometheus.CounterVec
 	outputs      *prometheus.CounterVec
 	restarts     *prometheus.CounterVec
 	paused       *prometheus.GaugeVec
+	rateLimit    *prometheus.GaugeVec
 	partitions   *prometheus.GaugeVec
 	samples      *prometheus.CounterVec
 	sampleErrors *prometheus.CounterVec
@@ -31,9 +36,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Input records received by a stage (ad events for the aggregator, spend events for the services), good or bad.",
 		}, stage),
 		lag: f.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "hotpair_stage_event_lag_seconds",
-			Help:    "Event lag where a stage receives a record: receive time minus the AdEvent's ts (aggregator) or the SpendEvent's emitted_at (services).",
-			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+			Name: "hotpair_stage_event_lag_seconds",
+			Help: "End-to-end event lag where a stage receives a record: receive time minus the AdEvent's ts (aggregator), " +
+				"or minus the SpendEvent's due_at, its window_end + allowed lateness (services). The monitor judges this one.",
+			Buckets: lagBuckets,
+		}, stage),
+		hopLag: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hotpair_stage_hop_lag_seconds",
+			Help:    "Per-hop lag of a service: receive time minus the SpendEvent's emitted_at (the aggregator's wall clock). It pinpoints a slow hop; it is blind to a late aggregator.",
+			Buckets: lagBuckets,
 		}, stage),
 		deadLetters: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotpair_dead_letters_total",
@@ -58,6 +69,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		paused: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hotpair_stage_paused",
 			Help: "1 while a stage is paused (stops consuming) by an operator.",
+		}, stage),
+		rateLimit: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotpair_stage_rate_limit",
+			Help: "The most input records per second a stage takes while an operator caps it (0: no cap).",
 		}, stage),
 		partitions: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hotpair_stage_partitions",

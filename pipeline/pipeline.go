@@ -286,6 +286,25 @@ func (p *Pipeline) Pause(stage string, paused bool) error {
 	return nil
 }
 
+// Throttle caps the rate at which a stage takes input records to perSecond
+// (0 lifts the cap): a stage that cannot keep up, as a CPU-starved or
+// throttled instance would. Records beyond the rate wait in Kafka, so the
+// stage falls behind and its event lag grows. The sandbox uses it to inject
+// overload.
+func (p *Pipeline) Throttle(stage string, perSecond float64) error {
+	st, err := p.stage(stage)
+	if err != nil {
+		return err
+	}
+	if perSecond < 0 {
+		return fmt.Errorf("%w: a rate must not be negative, got %g", ErrInvalidOptions, perSecond)
+	}
+	st.limit.set(perSecond)
+	st.m.rateLimit.Set(perSecond)
+	p.log.Warn("stage rate limit changed", "service", stage, "per_second", perSecond)
+	return nil
+}
+
 // RestartStage stops a stage's processor without a clean hand-over and lets
 // its supervisor rebuild it, recovering state from its store and changelog.
 func (p *Pipeline) RestartStage(stage string) error {

@@ -78,12 +78,20 @@ func TestAggregatorWindows(t *testing.T) {
 		if e.ID != SpendID("c1", w0) || e.SpendMicros != 350 || e.Events != 2 || !e.WindowEnd.Equal(w0.Add(10*time.Second)) {
 			t.Fatalf("SpendEvent %+v", e)
 		}
+		// due_at: the window's end plus the lateness, when it could first close.
+		if !e.DueAt.Equal(w0.Add(15 * time.Second)) {
+			t.Fatalf("due_at %s, want window_end + lateness %s", e.DueAt, w0.Add(15*time.Second))
+		}
 	})
 	t.Run("a late event is emitted on its own, never dropped", func(t *testing.T) {
 		tt.Consume("ad-events", "c1", adEvent(t, "late-1", "c1", 40, w0.Add(5*time.Second)))
 		got := drainSpend(t, spend)
 		if len(got) != 1 || got[0].ID != LateSpendID("c1", w0, "late-1") || got[0].SpendMicros != 40 || !got[0].IsLate() {
 			t.Fatalf("late event: %+v", got)
+		}
+		// due_at of a late SpendEvent: its ad event's own time.
+		if !got[0].DueAt.Equal(w0.Add(5 * time.Second)) {
+			t.Fatalf("late due_at %s, want the ad event's ts %s", got[0].DueAt, w0.Add(5*time.Second))
 		}
 	})
 	t.Run("a wake-up before the window closes emits nothing", func(t *testing.T) {

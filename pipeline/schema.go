@@ -49,7 +49,16 @@ type SpendEvent struct {
 	Events      int64     `json:"events"`
 	WindowStart time.Time `json:"window_start"`
 	WindowEnd   time.Time `json:"window_end"`
-	EmittedAt   time.Time `json:"emitted_at"`
+	// DueAt is the moment the SpendEvent could first have been right, the
+	// origin of a service's end-to-end event lag: window_end + the
+	// aggregator's allowed lateness for a window (it cannot close earlier),
+	// the ad event's own ts for a late SpendEvent (it is emitted the moment
+	// that event arrives, so its lag is how late that one event is). It is
+	// deterministic, so both sides write the same value. Optional in v=1: a
+	// reader without it ignores it; a service receiving a SpendEvent without
+	// it uses window_end + its own configured lateness (see DueAtOr).
+	DueAt     time.Time `json:"due_at,omitzero"`
+	EmittedAt time.Time `json:"emitted_at"`
 }
 
 // Budget is a campaign's budget row (compacted topic budgets). A zero
@@ -128,6 +137,17 @@ func SpendID(campaign string, start time.Time) string {
 // It is deterministic, so a late event counted on both sides has one id.
 func LateSpendID(campaign string, start time.Time, eventID string) string {
 	return SpendID(campaign, start) + "/late/" + eventID
+}
+
+// DueAtOr returns DueAt, or for a SpendEvent written without it (an older
+// aggregator) window_end + lateness: the same moment for a window, and for a
+// late SpendEvent a lower bound of how late its ad event is (by less than one
+// window).
+func (e *SpendEvent) DueAtOr(lateness time.Duration) time.Time {
+	if !e.DueAt.IsZero() {
+		return e.DueAt
+	}
+	return e.WindowEnd.Add(lateness)
 }
 
 // IsLate reports whether the SpendEvent carries a single late ad event.

@@ -60,7 +60,11 @@ func (s *service) onSpend(ctx goka.Context, msg any) {
 		s.deadLetter(ctx, raw, err)
 		return
 	}
-	s.observeLag(recv.Sub(ev.EmittedAt))
+	// End to end: against the moment the SpendEvent could first have been
+	// right, so a late arrival, a slow aggregator or a window closed late
+	// all count; the hop from the aggregator is kept apart to pinpoint it.
+	s.observeLag(recv.Sub(ev.DueAtOr(s.p.opts.Lateness)))
+	s.m.hopLag.Observe(recv.Sub(ev.EmittedAt).Seconds())
 
 	c := campaignOf(ctx)
 	loc := zoneOf(budgetZone(c))

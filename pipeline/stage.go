@@ -33,6 +33,7 @@ type stage struct {
 
 	sampler sampler
 	gate    gate
+	limit   limiter
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running processor; nil between runs
@@ -44,8 +45,8 @@ type stage struct {
 type stageMetrics struct {
 	events, duplicates, late, outputs, restarts prometheus.Counter
 	samples, sampleErrors, wakeups              prometheus.Counter
-	paused, partitions, pendingWakes            prometheus.Gauge
-	lag                                         prometheus.Observer
+	paused, partitions, pendingWakes, rateLimit prometheus.Gauge
+	lag, hopLag                                 prometheus.Observer
 	deadLetters                                 *prometheus.CounterVec
 }
 
@@ -60,8 +61,8 @@ func newStage(p *Pipeline, name string) *stage {
 		m: stageMetrics{
 			events: m.events.With(l), duplicates: m.duplicates.With(l), late: m.lateEvents.With(l),
 			outputs: m.outputs.With(l), restarts: m.restarts.With(l), samples: m.samples.With(l),
-			sampleErrors: m.sampleErrors.With(l), wakeups: m.wakeups.With(l), paused: m.paused.With(l),
-			partitions: m.partitions.With(l), pendingWakes: m.pendingWakes.With(l), lag: m.lag.With(l),
+			sampleErrors: m.sampleErrors.With(l), wakeups: m.wakeups.With(l), paused: m.paused.With(l), rateLimit: m.rateLimit.With(l),
+			partitions: m.partitions.With(l), pendingWakes: m.pendingWakes.With(l), lag: m.lag.With(l), hopLag: m.hopLag.With(l),
 			deadLetters: m.deadLetters.MustCurryWith(l),
 		},
 	}
@@ -218,10 +219,12 @@ func (st *stage) deadLetter(ctx goka.Context, raw []byte, err error) {
 		"topic", ctx.Topic(), "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
 }
 
-// receive is the first step of every input callback: wait while paused, then
-// count the record. It returns the receive time, used for the event lag.
+// receive is the first step of every input callback: wait while paused and
+// for the stage's rate limit, then count the record. It returns the receive
+// time, used for the event lag.
 func (st *stage) receive(ctx goka.Context) time.Time {
 	st.gate.wait(ctx.Context())
+	st.limit.wait(ctx.Context())
 	st.sampler.received()
 	st.m.events.Inc()
 	return time.Now()
@@ -273,6 +276,50 @@ func (g *gate) set(paused bool) {
 	default: // paused now
 		if !paused {
 			close(g.open)
+		}
+	}
+}
+
+// limiter caps the rate at which a stage takes input records: each record
+// takes the next free slot of 1/rate seconds and waits for it, so the stage
+// processes at most rate records per second however many partitions feed it
+// (a CPU-starved or throttled instance). A zero rate is no limit.
+type limiter struct {
+	mu       sync.Mutex
+	interval time.Duration // 0: no limit
+	next     time.Time     // the next free slot
+}
+
+func (l *limiter) set(perSecond float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.interval = 0
+	if perSecond > 0 {
+		l.interval = time.Duration(float64(time.Second) / perSecond)
+	}
+	l.next = time.Time{}
+}
+
+// wait blocks until the caller's slot comes, or ctx ends.
+func (l *limiter) wait(ctx context.Context) {
+	l.mu.Lock()
+	if l.interval == 0 {
+		l.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	slot := l.next
+	if slot.Before(now) {
+		slot = now
+	}
+	l.next = slot.Add(l.interval)
+	l.mu.Unlock()
+	if d := slot.Sub(now); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
 		}
 	}
 }
