@@ -64,8 +64,18 @@ type SideState struct {
 	// HealthySince is when the side became continuously healthy; nil while
 	// unhealthy. The grace period for a return to the preferred side counts from it.
 	HealthySince *time.Time `json:"healthy_since"`
-	QPS          float64    `json:"qps"`
-	LagP99Ms     int64      `json:"lag_p99_ms"`
+	// QPS is the service's input rate on the side (events/s).
+	QPS float64 `json:"qps"`
+	// LagP99Ms is the service's end-to-end p99 event lag: how late its input
+	// reached it against the moment it could first have been right.
+	LagP99Ms int64 `json:"lag_p99_ms"`
+	// AggregatorLagP99Ms is the p99 lag of the side's aggregator: how far
+	// behind the side's input is (0 when unknown).
+	AggregatorLagP99Ms int64 `json:"aggregator_lag_p99_ms,omitempty"`
+	// CatchingUp, while the side is behind (its lag or its aggregator's above
+	// the monitor's catch_up_lag), says by how much; its grace clock then
+	// does not run. Empty while it keeps up.
+	CatchingUp string `json:"catching_up,omitempty"`
 	// Build is the newest build the side's instances of this service report
 	// (the last one known while none reports).
 	Build string `json:"build,omitempty"`

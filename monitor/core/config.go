@@ -55,13 +55,18 @@ type Rules struct {
 	// RateReference is the least QPS the other side must have for
 	// input_rate_low to apply at all (events/s). Default 1.
 	RateReference float64 `yaml:"rate_reference"`
-	// LagLimit: lag_high fires when the merged p99 event lag exceeds it. Default 60s.
+	// LagLimit: lag_high fires when the merged p99 end-to-end event lag
+	// exceeds it. Default 60s.
 	LagLimit time.Duration `yaml:"lag_limit"`
-	// CatchUpLag: while a side's merged p99 lag is above it, the side is
-	// draining a backlog (a recovery, a flapping stall) and its inflated
-	// QPS is no reference for the other side's input_rate_low. Without it a
+	// CatchUpLag: while a side's merged p99 lag (or its aggregator's) is
+	// above it, the side is catching up: draining a backlog (a recovery, a
+	// flapping stall) or falling behind (overload). Such a side is no
+	// reference for the other side's input_rate_low (without this a
 	// recovering side would make the healthy one look slow and pull traffic
-	// back at once, past the grace period. Default 5s; 0 turns it off.
+	// back at once, past the grace period); it is not healthy for the grace
+	// clock, which starts once it keeps up; and it is no failover target for
+	// a side that only lags too (both behind: stay, degraded). Default 5s;
+	// 0 turns it off.
 	CatchUpLag time.Duration `yaml:"catch_up_lag"`
 }
 

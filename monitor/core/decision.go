@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/internal/humantime"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/pipeline"
 )
@@ -74,11 +75,14 @@ type Decision struct {
 //
 //  1. an override in force wins;
 //  2. both sides unhealthy: stay, degraded;
-//  3. the active side unhealthy for FailoverAfter windows and the other
+//  3. both sides behind — the active side fails lag_high only and the other,
+//     healthy, is catching up too (overload, or input late upstream of both):
+//     stay, degraded; a switch would buy a side about as late;
+//  4. the active side unhealthy for FailoverAfter windows and the other
 //     healthy: switch at once;
-//  4. on the non-preferred side, the preferred side healthy continuously
-//     for Grace: return;
-//  5. otherwise stay.
+//  5. on the non-preferred side, the preferred side healthy and keeping up
+//     continuously for Grace: return;
+//  6. otherwise stay.
 func Step(cfg DecisionConfig, prev State, in Input, now time.Time) Decision {
 	next := prev
 	next.Preferred = cfg.Preferred
@@ -112,7 +116,7 @@ func Step(cfg DecisionConfig, prev State, in Input, now time.Time) Decision {
 		d.Switched = true
 	}
 	next.Active, next.Reason, next.Override, next.DecidedAt = to, reason, override, now
-	next.Degraded = bothUnhealthy(&next)
+	next.Degraded = degraded(&next)
 	d.State, d.Reason = next, reason
 	d.Changed = first || d.Switched || next.Degraded != prev.Degraded ||
 		!sameOverride(prev.Override, override) || healthChanged(&prev, &next)
@@ -134,6 +138,9 @@ func choose(cfg DecisionConfig, s *State, override *znode.Override, now time.Tim
 	case bothUnhealthy(s):
 		return KindStay, active, fmt.Sprintf("both sides unhealthy, staying on %s (degraded): %s: %s; %s: %s",
 			active, active, reasons(a), other, reasons(o))
+	case laggingTogether(a, o):
+		return KindStay, active, fmt.Sprintf("both sides behind, staying on %s (degraded): %s: %s; %s catching up: %s",
+			active, active, reasons(a), other, o.CatchingUp)
 	case !a.Healthy && a.UnhealthyWindows >= cfg.FailoverAfter:
 		return KindFailover, other, fmt.Sprintf("failover %s → %s: %s unhealthy for %d window(s): %s; %s healthy (%s)",
 			active, other, active, a.UnhealthyWindows, reasons(a), other, evidence(o))
@@ -142,6 +149,8 @@ func choose(cfg DecisionConfig, s *State, override *znode.Override, now time.Tim
 			active, a.UnhealthyWindows, cfg.FailoverAfter, reasons(a))
 	case active != cfg.Preferred:
 		return returnOrStay(cfg, s, now)
+	case a.CatchingUp != "":
+		return KindStay, active, fmt.Sprintf("%s healthy (%s), catching up: %s", active, evidence(a), a.CatchingUp)
 	}
 	return KindStay, active, fmt.Sprintf("%s healthy (%s)", active, evidence(a))
 }
@@ -151,16 +160,20 @@ func choose(cfg DecisionConfig, s *State, override *znode.Override, now time.Tim
 func returnOrStay(cfg DecisionConfig, s *State, now time.Time) (Kind, string, string) {
 	active, pref := s.Active, cfg.Preferred
 	p := s.Side(pref)
-	if !p.Healthy {
+	switch {
+	case !p.Healthy:
 		return KindStay, active, fmt.Sprintf("staying on %s: preferred %s unhealthy: %s", active, pref, reasons(p))
+	case p.HealthySince.IsZero():
+		return KindStay, active, fmt.Sprintf("staying on %s: preferred %s is catching up (%s); its grace period of %s starts once it keeps up",
+			active, pref, orUnknown(p.CatchingUp), cfg.Grace)
 	}
 	healthyFor := now.Sub(p.HealthySince)
 	if healthyFor >= cfg.Grace {
 		return KindReturn, pref, fmt.Sprintf("return %s → %s: %s healthy continuously since %s (%s ≥ grace %s; %s)",
-			active, pref, pref, p.HealthySince.UTC().Format(time.RFC3339), healthyFor, cfg.Grace, evidence(p))
+			active, pref, pref, p.HealthySince.UTC().Format(time.RFC3339), humantime.Round(healthyFor), cfg.Grace, evidence(p))
 	}
 	return KindStay, active, fmt.Sprintf("staying on %s: preferred %s healthy for %s of grace %s",
-		active, pref, healthyFor, cfg.Grace)
+		active, pref, humantime.Round(healthyFor), cfg.Grace)
 }
 
 func bothUnhealthy(s *State) bool {
@@ -168,10 +181,26 @@ func bothUnhealthy(s *State) bool {
 	return p.Known && b.Known && !p.Healthy && !b.Healthy
 }
 
+// laggingTogether: the active side a fails lag_high and nothing else, and
+// the other side o, though healthy, is catching up: both are behind, as under
+// an overload of both or input that arrives late upstream of both. Like both
+// sides' input rate dropping together, it is no reason to switch.
+func laggingTogether(a, o *SideState) bool {
+	return a.Known && o.Known && !a.Healthy && o.Healthy && o.CatchingUp != "" &&
+		slices.Equal(ruleNamesOf(a.Reasons), []string{RuleLagHigh.String()})
+}
+
+// degraded: no side can serve well — both unhealthy, or the active side only
+// lags and the other is behind too.
+func degraded(s *State) bool {
+	return bothUnhealthy(s) || laggingTogether(s.Side(s.Active), s.Side(pipeline.OtherSide(s.Active)))
+}
+
 func healthChanged(prev, next *State) bool {
 	for i := range prev.Sides {
 		p, n := &prev.Sides[i], &next.Sides[i]
-		if p.Known != n.Known || p.Healthy != n.Healthy || !slices.Equal(ruleNamesOf(p.Reasons), ruleNamesOf(n.Reasons)) {
+		if p.Known != n.Known || p.Healthy != n.Healthy || (p.CatchingUp == "") != (n.CatchingUp == "") ||
+			!slices.Equal(ruleNamesOf(p.Reasons), ruleNamesOf(n.Reasons)) {
 			return true
 		}
 	}

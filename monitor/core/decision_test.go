@@ -24,6 +24,30 @@ func verdicts(end time.Time, window time.Duration, primaryHealthy, standbyHealth
 	return map[string]Verdict{"primary": v("primary", primaryHealthy), "standby": v("standby", standbyHealthy)}
 }
 
+// behindStandby and behindPrimary make a side healthy but catching up.
+func behindStandby(vs map[string]Verdict) map[string]Verdict { return behind(vs, "standby") }
+func behindPrimary(vs map[string]Verdict) map[string]Verdict { return behind(vs, "primary") }
+
+func behind(vs map[string]Verdict, side string) map[string]Verdict {
+	v := vs[side]
+	v.Stats.LagP99Ms, v.CatchingUp = 30_000, "lag p99 30000 ms > catch_up_lag 5000 ms"
+	vs[side] = v
+	return vs
+}
+
+// deadPrimary makes the primary fail no_heartbeat instead of lag_high.
+func deadPrimary(vs map[string]Verdict) map[string]Verdict {
+	v := vs["primary"]
+	v.Reasons = []Reason{{RuleNoHeartbeat, "last sample 2m0s ago > limit 30s (3 × 10s)"}}
+	vs["primary"] = v
+	return vs
+}
+
+func catchingUpPrimary(s State) State {
+	s.Sides[0].HealthySince, s.Sides[0].CatchingUp = time.Time{}, "lag p99 30000 ms > catch_up_lag 5000 ms"
+	return s
+}
+
 func TestStep(t *testing.T) {
 	cfg := DefaultConfig().Decision // failover after 1, grace 10m
 	const w = 2 * time.Minute
@@ -68,6 +92,14 @@ func TestStep(t *testing.T) {
 			"primary", KindReturn, true, false, "return standby → primary: primary healthy continuously since 2026-11-30T12:50:00Z (10m0s ≥ grace 10m0s"},
 		{"on standby, standby fails, primary healthy 1m: back at once", onStandby(3 * time.Minute), Input{Verdicts: verdicts(now, w, true, false)},
 			"primary", KindFailover, true, false, "failover standby → primary: standby unhealthy for 1 window(s)"},
+		{"on standby, primary healthy but catching up: its grace clock does not run", catchingUpPrimary(onStandby(time.Hour)), Input{},
+			"standby", KindStay, false, false, "staying on standby: preferred primary is catching up (lag p99 30000 ms > catch_up_lag 5000 ms); its grace period of 10m0s starts once it keeps up"},
+		{"primary only lags, standby behind too: stay, degraded", onPrimary(), Input{Verdicts: behindStandby(verdicts(now, w, false, true))},
+			"primary", KindStay, false, true, "both sides behind, staying on primary (degraded): primary: lag_high: p99 75000 ms > limit 60000 ms; standby catching up: lag p99 30000 ms > catch_up_lag 5000 ms"},
+		{"primary dead, standby behind: failover", onPrimary(), Input{Verdicts: behindStandby(deadPrimary(verdicts(now, w, false, true)))},
+			"standby", KindFailover, true, false, "failover primary → standby: primary unhealthy for 1 window(s): no_heartbeat"},
+		{"healthy primary catching up stays, and says so", onPrimary(), Input{Verdicts: behindPrimary(verdicts(now, w, true, true))},
+			"primary", KindStay, false, false, "primary healthy (qps 100.00, lag p99 30000 ms), catching up: lag p99 30000 ms > catch_up_lag 5000 ms"},
 		{"override wins over a healthy primary", onPrimary(), Input{Verdicts: verdicts(now, w, true, true),
 			Override: &znode.Override{Side: "standby", Until: now.Add(time.Minute), Reason: "drill", By: "alice"}},
 			"standby", KindOverride, true, false, "operator override to standby by alice until 2026-11-30T13:01:00Z: drill"},
@@ -125,6 +157,16 @@ func TestStepHealthySince(t *testing.T) {
 	if got := s.Side("primary").HealthySince; !got.Equal(t0.Add(w)) || s.Side("primary").UnhealthyWindows != 0 {
 		t.Fatalf("healthy since %v", got.Sub(t0))
 	}
+	// A healthy window spent catching up ends the streak without counting as
+	// unhealthy; the next streak starts with the first window that keeps up.
+	s = Step(cfg, s, Input{Verdicts: behindPrimary(verdicts(t0.Add(5*w), w, true, true))}, t0.Add(5*w)).State
+	if p := s.Side("primary"); !p.HealthySince.IsZero() || p.UnhealthyWindows != 0 || !p.Healthy || p.CatchingUp == "" {
+		t.Fatalf("catching up: %+v", p)
+	}
+	s = Step(cfg, s, Input{Verdicts: verdicts(t0.Add(6*w), w, true, true)}, t0.Add(6*w)).State
+	if got := s.Side("primary").HealthySince; !got.Equal(t0.Add(5*w)) || s.Side("primary").CatchingUp != "" {
+		t.Fatalf("healthy since %v after catching up", got.Sub(t0))
+	}
 }
 
 func TestStepChanged(t *testing.T) {
@@ -162,6 +204,7 @@ func TestSelectionRoundTrip(t *testing.T) {
 			Override: &znode.Override{V: 1, Side: "standby", Until: t0.Add(3 * w), Reason: "r", By: "b"}}, end).State
 	}
 	s.Side("primary").Build, s.Side("standby").Build = "b7", "b6"
+	s.Side("standby").CatchingUp, s.Side("standby").AggregatorLagP99Ms = "lag p99 9000 ms > catch_up_lag 5000 ms", 8000
 	b, err := znode.Encode(s.Selection())
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,27 @@ func Evaluate(r Rules, k Key, self, other WindowStats) Verdict {
 		}
 	}
 	v.Healthy = len(v.Reasons) == 0
+	v.CatchingUp, _ = catchingUp(r, self)
 	return v
+}
+
+// catchingUp: the side is behind — its end-to-end p99 lag, or its
+// aggregator's, is above CatchUpLag — so it is draining a backlog or falling
+// behind. Not a failing rule on its own (lag_high judges how far behind is
+// too far), but such a side is no reference for the other side's input
+// rate, does not count as healthy for the grace clock, and is no failover
+// target for a side that only lags too (see Step). It returns the evidence,
+// "" when the side keeps up.
+func catchingUp(r Rules, s WindowStats) (string, bool) {
+	limit := r.CatchUpLag.Milliseconds()
+	if limit <= 0 || max(s.LagP99Ms, s.UpstreamLagP99Ms) <= limit {
+		return "", false
+	}
+	if s.UpstreamLagP99Ms > s.LagP99Ms {
+		return fmt.Sprintf("aggregator lag p99 %s > catch_up_lag %d ms (own %s)",
+			formatLag(s.UpstreamLagP99Ms), limit, formatLag(s.LagP99Ms)), true
+	}
+	return fmt.Sprintf("lag p99 %s > catch_up_lag %d ms", formatLag(s.LagP99Ms), limit), true
 }
 
 // noHeartbeat: no sample arrived for HeartbeatMissed × SampleInterval
@@ -64,15 +84,15 @@ func partitionsUncovered(r Rules, s WindowStats) (Reason, bool) {
 
 // inputRateLow: the side's QPS is below RateRatio × the other side's QPS,
 // judged only when the other side has at least RateReference QPS and is not
-// draining a backlog (its p99 lag, and its aggregator's, at most
-// CatchUpLag). Both sides low together is a change of upstream traffic, not
-// a fault; a side catching up after a stall or an outage runs above the
-// input rate for a while, which says nothing about the other side.
+// catching up (its p99 lag, and its aggregator's, at most CatchUpLag). Both
+// sides low together is a change of upstream traffic, not a fault; a side
+// catching up after a stall or an outage runs above the input rate for a
+// while, which says nothing about the other side.
 func inputRateLow(r Rules, self, other WindowStats, otherName string) (Reason, bool) {
 	if other.QPS < r.RateReference {
 		return Reason{}, false
 	}
-	if r.CatchUpLag > 0 && max(other.LagP99Ms, other.UpstreamLagP99Ms) > r.CatchUpLag.Milliseconds() {
+	if _, behind := catchingUp(r, other); behind {
 		return Reason{}, false
 	}
 	if threshold := r.RateRatio * other.QPS; self.QPS < threshold {
@@ -82,17 +102,22 @@ func inputRateLow(r Rules, self, other WindowStats, otherName string) (Reason, b
 	return Reason{}, false
 }
 
-// lagHigh: the merged p99 event lag is above LagLimit.
+// lagHigh: the merged p99 end-to-end event lag is above LagLimit.
 func lagHigh(r Rules, s WindowStats) (Reason, bool) {
 	limit := r.LagLimit.Milliseconds()
 	if s.LagP99Ms <= limit {
 		return Reason{}, false
 	}
-	p99 := strconv.FormatInt(s.LagP99Ms, 10) + " ms"
-	if s.LagP99Ms == math.MaxInt64 {
-		p99 = fmt.Sprintf("above %d ms", pipeline.LagBounds[len(pipeline.LagBounds)-1])
+	return Reason{RuleLagHigh, fmt.Sprintf("p99 %s > limit %d ms", formatLag(s.LagP99Ms), limit)}, true
+}
+
+// formatLag writes a merged p99 lag in milliseconds ("75000 ms"), or says
+// it is beyond the histogram's last bound.
+func formatLag(ms int64) string {
+	if ms == math.MaxInt64 {
+		return fmt.Sprintf("above %d ms", pipeline.LagBounds[len(pipeline.LagBounds)-1])
 	}
-	return Reason{RuleLagHigh, fmt.Sprintf("p99 %s > limit %d ms", p99, limit)}, true
+	return strconv.FormatInt(ms, 10) + " ms"
 }
 
 func formatQPS(q float64) string { return strconv.FormatFloat(q, 'f', 2, 64) }

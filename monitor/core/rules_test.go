@@ -140,6 +140,37 @@ func TestRuleLagHigh(t *testing.T) {
 	}
 }
 
+func TestCatchingUp(t *testing.T) {
+	r := DefaultConfig().Rules // catch_up_lag 5s
+	for _, tc := range []struct {
+		name        string
+		lagMs, upMs int64
+		catchUpLag  time.Duration
+		behind      bool
+		detail      string
+	}{
+		{"keeps up", 50, 40, r.CatchUpLag, false, ""},
+		{"at the threshold", 5000, 5000, r.CatchUpLag, false, ""},
+		{"its own lag above", 30_000, 100, r.CatchUpLag, true, "lag p99 30000 ms > catch_up_lag 5000 ms"},
+		{"its aggregator behind", 6000, 9000, r.CatchUpLag, true, "aggregator lag p99 9000 ms > catch_up_lag 5000 ms (own 6000 ms)"},
+		{"off", 30_000, 30_000, 0, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := r
+			rr.CatchUpLag = tc.catchUpLag
+			s := window()
+			s.LagP99Ms, s.UpstreamLagP99Ms = tc.lagMs, tc.upMs
+			detail, behind := catchingUp(rr, s)
+			if behind != tc.behind || detail != tc.detail {
+				t.Fatalf("got %v %q, want %v %q", behind, detail, tc.behind, tc.detail)
+			}
+			if v := Evaluate(rr, Key{pipeline.StageBudget, pipeline.SidePrimary}, s, window()); v.CatchingUp != tc.detail || !v.Healthy {
+				t.Fatalf("verdict: healthy=%v catching up %q, want healthy and %q", v.Healthy, v.CatchingUp, tc.detail)
+			}
+		})
+	}
+}
+
 func TestEvaluateVerdict(t *testing.T) {
 	r := DefaultConfig().Rules
 	k := Key{pipeline.StageBudget, pipeline.SidePrimary}

@@ -37,8 +37,16 @@ type SideState struct {
 	HealthySince time.Time
 	// UnhealthyWindows counts the consecutive unhealthy windows.
 	UnhealthyWindows int
-	QPS              float64
-	LagP99Ms         int64
+	// CatchingUp is the evidence that the side is behind (its lag, or its
+	// aggregator's, above catch_up_lag), "" while it keeps up. A side that
+	// is healthy but catching up has no HealthySince: its grace clock starts
+	// once it keeps up.
+	CatchingUp string
+	QPS        float64
+	// LagP99Ms is the end-to-end p99 lag of the service on this side;
+	// AggregatorLagP99Ms its aggregator's (how far behind the side's input is).
+	LagP99Ms           int64
+	AggregatorLagP99Ms int64
 	// Build is the newest build the side's live instances run (the last
 	// one known while none runs). BuildSince is when the monitor first saw
 	// it; zero for a build already running as the monitor started.
@@ -67,18 +75,23 @@ func (s *State) observe(verdicts map[string]Verdict) {
 			continue
 		}
 		ss := s.Side(side)
-		ss.Known, ss.Healthy = true, v.Healthy
+		ss.Known, ss.Healthy, ss.CatchingUp = true, v.Healthy, v.CatchingUp
 		ss.Reasons = v.ReasonStrings()
 		ss.QPS, ss.LagP99Ms = v.Stats.QPS, v.Stats.LagP99Ms
+		ss.AggregatorLagP99Ms = v.Stats.UpstreamLagP99Ms
 		ss.observeBuilds(v.Stats.Builds)
-		if v.Healthy {
+		switch {
+		case !v.Healthy:
+			ss.HealthySince = time.Time{}
+			ss.UnhealthyWindows++
+		case v.CatchingUp != "": // healthy, but not yet for the grace clock
+			ss.HealthySince = time.Time{}
+			ss.UnhealthyWindows = 0
+		default:
 			if ss.HealthySince.IsZero() {
 				ss.HealthySince = v.WindowStart
 			}
 			ss.UnhealthyWindows = 0
-		} else {
-			ss.HealthySince = time.Time{}
-			ss.UnhealthyWindows++
 		}
 	}
 }
@@ -121,8 +134,8 @@ func (s State) Selection() znode.Selection {
 		}
 		zs := znode.SideState{
 			Healthy: ss.Healthy, Reasons: append([]string{}, ss.Reasons...),
-			QPS: ss.QPS, LagP99Ms: ss.LagP99Ms, Build: ss.Build,
-			UnhealthyWindows: ss.UnhealthyWindows,
+			QPS: ss.QPS, LagP99Ms: ss.LagP99Ms, AggregatorLagP99Ms: ss.AggregatorLagP99Ms, Build: ss.Build,
+			UnhealthyWindows: ss.UnhealthyWindows, CatchingUp: ss.CatchingUp,
 		}
 		if !ss.HealthySince.IsZero() {
 			t := ss.HealthySince
@@ -163,7 +176,8 @@ func StateFromSelection(sel znode.Selection) (State, error) {
 		ss := s.Side(side)
 		*ss = SideState{
 			Known: true, Healthy: zs.Healthy, Reasons: append([]string{}, zs.Reasons...),
-			UnhealthyWindows: zs.UnhealthyWindows, QPS: zs.QPS, LagP99Ms: zs.LagP99Ms, Build: zs.Build,
+			UnhealthyWindows: zs.UnhealthyWindows, CatchingUp: zs.CatchingUp, QPS: zs.QPS,
+			LagP99Ms: zs.LagP99Ms, AggregatorLagP99Ms: zs.AggregatorLagP99Ms, Build: zs.Build,
 		}
 		if zs.HealthySince != nil && zs.Healthy {
 			ss.HealthySince = *zs.HealthySince

@@ -8,8 +8,8 @@ package core
 // story's start, written as Go durations):
 //
 //	config window=1m grace=10m failover_after=1 ...   (first, optional)
-//	observe SIDE healthy [qps=N] [lag=DUR] [service=S]
-//	observe SIDE unhealthy RULE... [qps=N] [service=S]
+//	observe SIDE healthy [qps=N] [lag=DUR] [service=S]   (lag: end to end, every event)
+//	observe SIDE unhealthy RULE... [qps=N] [lag=DUR] [service=S]
 //	    from now on the side's instances behave so that exactly these rules
 //	    fire (lag_high, input_rate_low, no_heartbeat, partitions_uncovered);
 //	    every window the condition held for whole is checked against it
@@ -285,6 +285,8 @@ func (s *story) config(c storyCmd) {
 			s.cfg.Rules.PartitionGrace, err = d, derr
 		case "lag_limit":
 			s.cfg.Rules.LagLimit, err = d, derr
+		case "catch_up_lag":
+			s.cfg.Rules.CatchUpLag, err = d, derr
 		case "rate_ratio":
 			s.cfg.Rules.RateRatio, err = f, ferr
 		default:

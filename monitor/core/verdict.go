@@ -61,6 +61,11 @@ type Verdict struct {
 	Healthy                bool
 	// Reasons are every failing rule, in order of severity; empty when healthy.
 	Reasons []Reason
+	// CatchingUp says why the side is behind — its end-to-end p99 lag, or
+	// its aggregator's, above rules.catch_up_lag — and is "" while it keeps
+	// up. A side catching up may be healthy, but its grace clock does not
+	// run (see Step).
+	CatchingUp string
 	// The numbers the rules looked at.
 	Stats WindowStats
 }
