@@ -74,6 +74,7 @@ func (e *evaluator) tick(now time.Time) {
 	e.last = ev
 	e.m.m.evaluations.Inc()
 	e.m.m.lastEvaluation.Set(float64(now.UnixNano()) / 1e9)
+	e.exportVerdicts(pipeline.StageAggregator) // how far behind each side's input is
 	for i, d := range ev.Decisions {
 		if !slices.Contains(e.m.cfg.Services, d.Service) {
 			continue
@@ -175,6 +176,7 @@ func (e *evaluator) exportVerdicts(service string) {
 		e.m.m.sideHealthy.WithLabelValues(service, side).Set(b2f(v.Healthy))
 		e.m.m.sideQPS.WithLabelValues(service, side).Set(v.Stats.QPS)
 		e.m.m.sideLag.WithLabelValues(service, side).Set(float64(v.Stats.LagP99Ms) / 1000)
+		e.m.m.sideBehind.WithLabelValues(service, side).Set(b2f(v.CatchingUp != ""))
 		e.m.m.sideInstances.WithLabelValues(service, side).Set(float64(v.Stats.Instances))
 		for _, r := range core.AllRules() {
 			e.m.m.sideReason.WithLabelValues(service, side, r.String()).Set(b2f(v.Failing(r)))
@@ -186,7 +188,7 @@ func (e *evaluator) point(service, active string, at time.Time) Point {
 	p := Point{At: at, Active: active}
 	for i, side := range pipeline.Sides() {
 		v, _ := e.last.Verdict(service, side)
-		sp := SidePoint{Healthy: v.Healthy, QPS: v.Stats.QPS, LagP99Ms: v.Stats.LagP99Ms}
+		sp := SidePoint{Healthy: v.Healthy, QPS: v.Stats.QPS, LagP99Ms: v.Stats.LagP99Ms, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms}
 		if i == 0 {
 			p.Primary = sp
 		} else {
@@ -232,8 +234,8 @@ func (e *evaluator) publishSnapshot(lastEval time.Time) {
 			if !ok {
 				continue
 			}
-			ld.Sides[side] = SideVerdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), QPS: v.Stats.QPS,
-				LagP99Ms: v.Stats.LagP99Ms, LagMaxMs: v.Stats.LagMaxMs, Samples: v.Stats.Samples,
+			ld.Sides[side] = SideVerdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), CatchingUp: v.CatchingUp, QPS: v.Stats.QPS,
+				LagP99Ms: v.Stats.LagP99Ms, LagMaxMs: v.Stats.LagMaxMs, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms, Samples: v.Stats.Samples,
 				Instances: v.Stats.Instances, TopicPartitions: v.Stats.TopicPartitions,
 				Unassigned: v.Stats.UnassignedCount, Build: v.Stats.NewestBuild().Build}
 		}

@@ -21,6 +21,8 @@ type SidePoint struct {
 	Healthy  bool    `json:"healthy"`
 	QPS      float64 `json:"qps"`
 	LagP99Ms int64   `json:"lag_p99_ms"`
+	// AggregatorLagP99Ms is how far behind the side's aggregator was.
+	AggregatorLagP99Ms int64 `json:"aggregator_lag_p99_ms"`
 }
 
 // Switch is one change of the active side with the evidence behind it.

@@ -22,6 +22,7 @@ type metrics struct {
 	sideReason    *prometheus.GaugeVec // service, side, reason
 	sideQPS       *prometheus.GaugeVec // service, side
 	sideLag       *prometheus.GaugeVec // service, side
+	sideBehind    *prometheus.GaugeVec // service, side
 	sideInstances *prometheus.GaugeVec // service, side
 
 	leader         prometheus.Gauge
@@ -60,7 +61,9 @@ func newMetrics(reg prometheus.Registerer, steps func() float64) *metrics {
 		sideQPS: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_side_qps",
 			Help: "Input events per second of the side of the service over the last window."}, []string{"service", "side"}),
 		sideLag: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_side_lag_p99_seconds",
-			Help: "Merged p99 event lag of the side of the service over the last window."}, []string{"service", "side"}),
+			Help: "Merged p99 end-to-end event lag of the side of the stage over the last window: for a service, receive time minus the SpendEvent's window_end + allowed lateness; for the aggregator (service=\"aggregator\"), minus the ad event's ts."}, []string{"service", "side"}),
+		sideBehind: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_side_catching_up",
+			Help: "1 while the side of the stage is behind: its p99 lag, or its aggregator's, above rules.catch_up_lag (its grace clock does not run)."}, []string{"service", "side"}),
 		sideInstances: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_side_instances",
 			Help: "Instances of the side of the service that reported within the heartbeat timeout."}, []string{"service", "side"}),
 

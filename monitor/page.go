@@ -48,6 +48,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"join":  strings.Join,
 	"upper": strings.ToUpper,
 	"qps":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"lag":   lagText,
 }).Parse(pageSource))
 
 type pageData struct {
@@ -65,9 +66,10 @@ func (m *Monitor) servePage(w http.ResponseWriter, _ *http.Request) {
 	from := st.Now.Add(-m.cfg.History.Retention)
 	for _, s := range st.Services {
 		d.Charts[s.Service] = serviceCharts{
-			QPS: lineChart("input events/s", s.History, from, st.Now, func(p SidePoint) float64 { return p.QPS }, "%.0f"),
-			Lag: lineChart("p99 event lag (s)", s.History, from, st.Now,
-				func(p SidePoint) float64 { return float64(p.LagP99Ms) / 1000 }, "%.1f"),
+			QPS: lineChart("input events/s", s.History, from, st.Now, "%.0f", func(p SidePoint) float64 { return p.QPS }, nil),
+			Lag: lineChart("p99 lag (s): end to end, dashed: aggregator", s.History, from, st.Now, "%.1f",
+				func(p SidePoint) float64 { return float64(p.LagP99Ms) / 1000 },
+				func(p SidePoint) float64 { return float64(p.AggregatorLagP99Ms) / 1000 }),
 			Active: activeStrip(s.History, from, st.Now),
 		}
 	}
@@ -117,8 +119,9 @@ const (
 )
 
 // lineChart draws both sides' value over [from, to] as an inline SVG: one
-// polyline per side in its colour, red dots on unhealthy windows.
-func lineChart(title string, pts []Point, from, to time.Time, val func(SidePoint) float64, format string) template.HTML {
+// polyline per side in its colour, red dots on unhealthy windows; dashed,
+// when given, a second value per side without dots.
+func lineChart(title string, pts []Point, from, to time.Time, format string, val, dashed func(SidePoint) float64) template.HTML {
 	if len(pts) > 0 && pts[0].At.After(from) {
 		from = pts[0].At.Add(-time.Second)
 	}
@@ -126,6 +129,9 @@ func lineChart(title string, pts []Point, from, to time.Time, val func(SidePoint
 	top := 0.0
 	for _, p := range pts {
 		top = math.Max(top, math.Max(val(p.Primary), val(p.Standby)))
+		if dashed != nil {
+			top = math.Max(top, math.Max(dashed(p.Primary), dashed(p.Standby)))
+		}
 	}
 	top = niceCeil(top)
 	x := func(t time.Time) float64 { return padL + plotW*math.Max(0, t.Sub(from).Seconds())/math.Max(span, 1) }
@@ -152,13 +158,20 @@ func lineChart(title string, pts []Point, from, to time.Time, val func(SidePoint
 			}
 			return p.Primary
 		}
-		var line, dots strings.Builder
+		var line, dash, dots strings.Builder
 		for i := 0; i < len(pts); i += step {
 			p := pts[i]
 			fmt.Fprintf(&line, "%.1f,%.1f ", x(p.At), y(val(get(p))))
+			if dashed != nil {
+				fmt.Fprintf(&dash, "%.1f,%.1f ", x(p.At), y(dashed(get(p))))
+			}
 			if !get(p).Healthy {
 				fmt.Fprintf(&dots, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`, x(p.At), y(val(get(p))), chartUnhealthyColor)
 			}
+		}
+		if dashed != nil {
+			fmt.Fprintf(&b, `<polyline class="series-%s-dashed" fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3" points="%s"/>`,
+				side, sideColor(side), strings.TrimSpace(dash.String()))
 		}
 		fmt.Fprintf(&b, `<polyline class="series-%s" fill="none" stroke="%s" stroke-width="2.5" points="%s"/>%s`,
 			side, sideColor(side), strings.TrimSpace(line.String()), dots.String())

@@ -131,8 +131,11 @@ func checkOnCallPage(t *testing.T, r *replica, active, reason string) {
 	if why == nil || !strings.Contains(why[1], reason) {
 		t.Fatalf("budget's reason = %v, want it to mention %q", why, reason)
 	}
-	if n := strings.Count(section, "<polyline"); n != 4 {
-		t.Fatalf("budget has %d chart lines, want 4 (QPS and lag, both sides)", n)
+	if n := strings.Count(section, "<polyline"); n != 6 {
+		t.Fatalf("budget has %d chart lines, want 6 (QPS, end-to-end lag and the aggregator's lag, both sides)", n)
+	}
+	if !strings.Contains(section, "end to end") || !strings.Contains(section, "aggregator behind") {
+		t.Fatalf("budget's section does not say what its lag measures:\n%s", section)
 	}
 	if !regexp.MustCompile(`(?s)<tr class="switch">.*?budget.*?` + active).MatchString(dom) {
 		t.Fatalf("the switches table does not list budget's switch to %s", active)

@@ -92,16 +92,21 @@ type LocalDecision struct {
 
 // SideVerdict is one side's verdict over one window, with its numbers.
 type SideVerdict struct {
-	Healthy         bool     `json:"healthy"`
-	Reasons         []string `json:"reasons"`
-	QPS             float64  `json:"qps"`
-	LagP99Ms        int64    `json:"lag_p99_ms"`
-	LagMaxMs        int64    `json:"lag_max_ms"`
-	Samples         int      `json:"samples"`
-	Instances       int      `json:"instances"`
-	TopicPartitions int32    `json:"topic_partitions"`
-	Unassigned      int      `json:"unassigned_partitions"`
-	Build           string   `json:"build,omitempty"`
+	Healthy bool     `json:"healthy"`
+	Reasons []string `json:"reasons"`
+	// CatchingUp says by how much the side is behind ("" while it keeps up).
+	CatchingUp string  `json:"catching_up,omitempty"`
+	QPS        float64 `json:"qps"`
+	// LagP99Ms and LagMaxMs are the service's end-to-end event lag;
+	// AggregatorLagP99Ms is how far behind the side's aggregator is.
+	LagP99Ms           int64  `json:"lag_p99_ms"`
+	LagMaxMs           int64  `json:"lag_max_ms"`
+	AggregatorLagP99Ms int64  `json:"aggregator_lag_p99_ms"`
+	Samples            int    `json:"samples"`
+	Instances          int    `json:"instances"`
+	TopicPartitions    int32  `json:"topic_partitions"`
+	Unassigned         int    `json:"unassigned_partitions"`
+	Build              string `json:"build,omitempty"`
 }
 
 // ReadStatus reads the status of services straight from ZooKeeper: it works

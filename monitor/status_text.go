@@ -3,10 +3,12 @@ package monitor
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/hotpair/hotpair/internal/humantime"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/pipeline"
 )
@@ -66,7 +68,7 @@ func writeServiceDetail(w io.Writer, s ServiceStatus, now time.Time) {
 			fmt.Fprintf(w, "  %-8s  %s\n", side+":", sideDetail(sel, side))
 		}
 		if sel.Degraded {
-			fmt.Fprintln(w, "  DEGRADED: both sides unhealthy; the active side stays")
+			fmt.Fprintln(w, "  DEGRADED: no side can take over (both unhealthy, or both behind); the active side stays")
 		}
 		if sel.StaggerViolation != "" {
 			fmt.Fprintf(w, "  STAGGER:  %s\n", sel.StaggerViolation)
@@ -95,12 +97,15 @@ func sideDetail(sel *znode.Selection, side string) string {
 	} else {
 		b.WriteString("UNHEALTHY")
 	}
-	fmt.Fprintf(&b, "  qps %.1f  lag p99 %d ms", ss.QPS, ss.LagP99Ms)
+	fmt.Fprintf(&b, "  qps %.1f  lag p99 %s  aggregator behind %s", ss.QPS, lagText(ss.LagP99Ms), lagText(ss.AggregatorLagP99Ms))
 	if ss.Build != "" {
 		fmt.Fprintf(&b, "  build %s", ss.Build)
 	}
 	if ss.HealthySince != nil {
 		fmt.Fprintf(&b, "  healthy since %s (%s)", ss.HealthySince.Format(time.RFC3339), ago(*ss.HealthySince))
+	}
+	if ss.CatchingUp != "" {
+		fmt.Fprintf(&b, "\n            catching up: %s (the grace clock starts once it keeps up)", ss.CatchingUp)
 	}
 	if len(ss.Reasons) > 0 {
 		fmt.Fprintf(&b, "\n            reasons: %s", strings.Join(ss.Reasons, "; "))
@@ -108,11 +113,22 @@ func sideDetail(sel *znode.Selection, side string) string {
 	return b.String()
 }
 
+// lagText writes a p99 lag in milliseconds as a rounded duration ("6ms",
+// "1m30s"); lags beyond the histogram's last bound read as such.
+func lagText(ms int64) string {
+	if ms == math.MaxInt64 {
+		return fmt.Sprintf("> %s", humantime.String(time.Duration(pipeline.LagBounds[len(pipeline.LagBounds)-1])*time.Millisecond))
+	}
+	return humantime.String(time.Duration(ms) * time.Millisecond)
+}
+
 func verdictCell(sel *znode.Selection, side string) string {
 	ss, ok := sel.Sides[side]
 	switch {
 	case !ok:
 		return "?"
+	case ss.Healthy && ss.CatchingUp != "":
+		return fmt.Sprintf("ok %.0f/s, behind %s", ss.QPS, lagText(max(ss.LagP99Ms, ss.AggregatorLagP99Ms)))
 	case ss.Healthy:
 		return fmt.Sprintf("ok %.0f/s", ss.QPS)
 	}
