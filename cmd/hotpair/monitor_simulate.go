@@ -38,6 +38,7 @@ var thresholdFlags = map[string]struct {
 	"rate-ratio":       {"rules.rate_ratio", func(d, s *core.Config) { d.Rules.RateRatio = s.Rules.RateRatio }},
 	"rate-reference":   {"rules.rate_reference", func(d, s *core.Config) { d.Rules.RateReference = s.Rules.RateReference }},
 	"lag-limit":        {"rules.lag_limit", func(d, s *core.Config) { d.Rules.LagLimit = s.Rules.LagLimit }},
+	"catch-up-lag":     {"rules.catch_up_lag", func(d, s *core.Config) { d.Rules.CatchUpLag = s.Rules.CatchUpLag }},
 	"preferred":        {"decision.preferred", func(d, s *core.Config) { d.Decision.Preferred = s.Decision.Preferred }},
 	"failover-after":   {"decision.failover_after", func(d, s *core.Config) { d.Decision.FailoverAfter = s.Decision.FailoverAfter }},
 	"grace":            {"decision.grace", func(d, s *core.Config) { d.Decision.Grace = s.Decision.Grace }},
@@ -109,7 +110,8 @@ func newSimulateArgs(fs *flag.FlagSet) *simulateArgs {
 	fs.DurationVar(&c.Rules.PartitionGrace, "partition-grace", c.Rules.PartitionGrace, "partitions_uncovered after partitions stay unassigned this long")
 	fs.Float64Var(&c.Rules.RateRatio, "rate-ratio", c.Rules.RateRatio, "input_rate_low below this fraction of the other side's QPS")
 	fs.Float64Var(&c.Rules.RateReference, "rate-reference", c.Rules.RateReference, "… judged only when the other side has at least this QPS")
-	fs.DurationVar(&c.Rules.LagLimit, "lag-limit", c.Rules.LagLimit, "lag_high above this merged p99 event lag")
+	fs.DurationVar(&c.Rules.LagLimit, "lag-limit", c.Rules.LagLimit, "lag_high above this merged p99 end-to-end event lag")
+	fs.DurationVar(&c.Rules.CatchUpLag, "catch-up-lag", c.Rules.CatchUpLag, "a side whose p99 lag (or its aggregator's) is above this is catching up (0: off)")
 	fs.StringVar(&c.Decision.Preferred, "preferred", c.Decision.Preferred, "the preferred side")
 	fs.IntVar(&c.Decision.FailoverAfter, "failover-after", c.Decision.FailoverAfter, "switch after this many consecutive unhealthy windows")
 	fs.DurationVar(&c.Decision.Grace, "grace", c.Decision.Grace, "return to the preferred side after it is healthy this long")
@@ -267,8 +269,8 @@ func printSimulation(w io.Writer, cfg core.Config, res core.SimResult) error {
 	fmt.Fprintf(w, "replayed %d samples (%d duplicates, %d ignored) from %s to %s: %d windows of %s\n",
 		c.Merged, c.Duplicates, c.Ignored, res.From.UTC().Format(time.RFC3339), res.To.UTC().Format(time.RFC3339), res.Windows, cfg.Window)
 	r, d := cfg.Rules, cfg.Decision
-	fmt.Fprintf(w, "thresholds: grace %s, failover_after %d, lag_limit %s, rate_ratio %g (reference %g ev/s), heartbeat %d × %s, partition_grace %s\n\n",
-		d.Grace, d.FailoverAfter, r.LagLimit, r.RateRatio, r.RateReference, r.HeartbeatMissed, r.SampleInterval, r.PartitionGrace)
+	fmt.Fprintf(w, "thresholds: grace %s, failover_after %d, lag_limit %s, catch_up_lag %s, rate_ratio %g (reference %g ev/s), heartbeat %d × %s, partition_grace %s\n\n",
+		d.Grace, d.FailoverAfter, r.LagLimit, r.CatchUpLag, r.RateRatio, r.RateReference, r.HeartbeatMissed, r.SampleInterval, r.PartitionGrace)
 	if len(res.Switches) == 0 {
 		fmt.Fprintln(w, "no switches")
 	} else {
@@ -339,6 +341,7 @@ func thresholds(c core.Config) map[string]any {
 		"window": c.Window.String(), "rules.sample_interval": r.SampleInterval.String(),
 		"rules.heartbeat_missed": r.HeartbeatMissed, "rules.partition_grace": r.PartitionGrace.String(),
 		"rules.rate_ratio": r.RateRatio, "rules.rate_reference": r.RateReference, "rules.lag_limit": r.LagLimit.String(),
+		"rules.catch_up_lag": r.CatchUpLag.String(),
 		"decision.preferred": d.Preferred, "decision.failover_after": d.FailoverAfter, "decision.grace": d.Grace.String(),
 		"stagger.period": c.Stagger.Period.String(),
 	}
