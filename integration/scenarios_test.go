@@ -32,7 +32,12 @@ func TestFaultMatrix(t *testing.T) {
 			addrFile := filepath.Join(t.TempDir(), "addr.json")
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "sandbox", "--scenario", name, "--json", "--addr-file", addrFile)
+			args := []string{"sandbox", "--scenario", name, "--json", "--addr-file", addrFile}
+			replay := replayed[name]
+			if replay != nil {
+				args = append(args, "--save-history", filepath.Join(t.TempDir(), "history.jsonl"))
+			}
+			cmd := exec.CommandContext(ctx, bin, args...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -56,7 +61,92 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			t.Logf("%s held in %s with %d checks", name, res.Duration, len(res.Checks))
 			nothingListens(t, addrFile)
+			if replay != nil {
+				replay(t, bin, res)
+			}
 		})
+	}
+}
+
+// replayed are the scenarios whose saved health history is replayed through
+// `hotpair monitor simulate`, with the check of what it must reproduce.
+var replayed = map[string]func(t *testing.T, bin string, res sandbox.Result){
+	"slow-side": sameSwitches,
+}
+
+// sameSwitches replays the scenario's health history with the thresholds of
+// its monitors and requires the switches the read side saw: the same
+// services switching to the same sides in the same order, and no degraded
+// window in either. Each replayed switch must come within three windows of
+// the live one: the replay's windows start at multiples of the window, the
+// live monitors' when they started, so a window that straddles a change
+// holds different samples (one window); the aggregator's windows (2 s) fall
+// one or two to a monitor window (3 s), so the window in which a side's
+// input rate drops under half the other's can differ by one; and the live
+// ticker's jitter can leave the grace clock a millisecond short at the end
+// of the grace period (one).
+func sameSwitches(t *testing.T, bin string, res sandbox.Result) {
+	t.Helper()
+	if len(res.Simulate) == 0 {
+		t.Fatal("the scenario saved no history to replay")
+	}
+	cmd := exec.Command(bin, append(res.Simulate, "--json")...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hotpair %s: %v\n%s", strings.Join(res.Simulate, " "), err, stderr.String())
+	}
+	var sim struct {
+		Window   string `json:"window"`
+		Switches []struct {
+			Service string    `json:"service"`
+			At      time.Time `json:"at"`
+			To      string    `json:"to"`
+			Kind    string    `json:"kind"`
+		} `json:"switches"`
+		DegradedWindows map[string]int `json:"degraded_windows"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &sim); err != nil {
+		t.Fatalf("simulate --json: %v\n%s", err, stdout.String())
+	}
+	window, err := time.ParseDuration(sim.Window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sw struct {
+		at time.Time
+		to string
+	}
+	live, replay := map[string][]sw{}, map[string][]sw{}
+	for _, e := range res.Events {
+		if e.Kind == sandbox.EventSwitch {
+			live[e.Service] = append(live[e.Service], sw{e.At, e.Side})
+		}
+		if strings.HasPrefix(e.Detail, "degraded:") {
+			t.Errorf("live: %s %s", e.Service, e.Detail)
+		}
+	}
+	for _, s := range sim.Switches {
+		replay[s.Service] = append(replay[s.Service], sw{s.At, s.To})
+	}
+	for _, svc := range []string{"budget", "pacer", "bidder"} {
+		l, r := live[svc], replay[svc]
+		if len(l) == 0 || len(l) != len(r) {
+			t.Errorf("%s: the read side saw %d switches, the replay made %d", svc, len(l), len(r))
+			continue
+		}
+		for i := range l {
+			d := r[i].at.Sub(l[i].at)
+			if r[i].to != l[i].to || d.Abs() > 3*window {
+				t.Errorf("%s switch %d: live to %s at %s, replay to %s at %s (%s apart, limit %s)",
+					svc, i+1, l[i].to, l[i].at.Format(time.RFC3339Nano), r[i].to, r[i].at.Format(time.RFC3339Nano), d, 3*window)
+			} else {
+				t.Logf("%s switch %d to %s: replay %s from the live one", svc, i+1, l[i].to, d.Round(10*time.Millisecond))
+			}
+		}
+		if sim.DegradedWindows[svc] != 0 {
+			t.Errorf("%s: the replay found %d degraded windows, the live monitors none", svc, sim.DegradedWindows[svc])
+		}
 	}
 }
 

@@ -24,11 +24,14 @@ const (
 	FaultKillLeader   = "kill-monitor-leader" // the leading monitor replica crashes
 	FaultKillInstance = "kill-instance"       // a stage's instance dies abruptly and restarts
 	FaultDeploy       = "deploy"              // a side's pipelines restart on a new build label
+	FaultSlow         = "slow"                // a stage processes at most Rate records/s
+	FaultTraffic      = "traffic"             // upstream traffic changes Factor times (a surge or a drop)
 )
 
 // FaultKinds lists every kind.
 func FaultKinds() []string {
-	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultKillLeader, FaultKillInstance, FaultDeploy}
+	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultKillLeader, FaultKillInstance,
+		FaultDeploy, FaultSlow, FaultTraffic}
 }
 
 // FaultSpec is what to inject. Durations are Go duration strings ("30s").
@@ -44,6 +47,11 @@ type FaultSpec struct {
 	Lag string `json:"lag,omitempty"`
 	// Build is the build label a deploy restarts the side's pipelines on.
 	Build string `json:"build,omitempty"`
+	// Rate is the most input records per second a slow stage processes.
+	Rate float64 `json:"rate,omitempty"`
+	// Factor multiplies the load generator's ad requests while a traffic
+	// fault lasts: 4 is a surge, 0.25 a drop.
+	Factor float64 `json:"factor,omitempty"`
 }
 
 // Fault is an injected fault.
@@ -103,8 +111,9 @@ func parseSpec(spec FaultSpec, window time.Duration) (parsedSpec, error) {
 		}
 		*d.dst = v
 	}
-	needsSide := map[string]bool{FaultStall: true, FaultLag: true, FaultCutIngest: true, FaultStopCluster: true, FaultFlap: true, FaultKillInstance: true, FaultDeploy: true}
-	needsService := map[string]bool{FaultStall: true, FaultFlap: true, FaultKillInstance: true}
+	needsSide := map[string]bool{FaultStall: true, FaultLag: true, FaultCutIngest: true, FaultStopCluster: true, FaultFlap: true,
+		FaultKillInstance: true, FaultDeploy: true, FaultSlow: true}
+	needsService := map[string]bool{FaultStall: true, FaultFlap: true, FaultKillInstance: true, FaultSlow: true}
 	switch {
 	case needsSide[spec.Kind] && !pipeline.IsSide(spec.Side):
 		return bad("%s needs --side primary or standby, got %q", spec.Kind, spec.Side)
@@ -116,6 +125,12 @@ func parseSpec(spec FaultSpec, window time.Duration) (parsedSpec, error) {
 		return bad("deploy needs --build, e.g. v2")
 	case spec.Kind != FaultDeploy && spec.Build != "":
 		return bad("%s takes no --build", spec.Kind)
+	case spec.Kind == FaultSlow && !(spec.Rate > 0):
+		return bad("slow needs --rate, the most records per second the stage processes, e.g. 500")
+	case spec.Kind == FaultTraffic && !(spec.Factor > 0 && spec.Factor <= 100 && spec.Factor != 1):
+		return bad("traffic needs --factor, above 0 and at most 100 but not 1, e.g. 4 (a surge) or 0.25 (a drop)")
+	case spec.Kind != FaultSlow && spec.Rate != 0, spec.Kind != FaultTraffic && spec.Factor != 0:
+		return bad("--rate applies to slow only, --factor to traffic only")
 	case !needsSide[spec.Kind] && spec.Side != "", !needsService[spec.Kind] && spec.Service != "":
 		return bad("%s takes no --side or --service", spec.Kind)
 	}
@@ -201,6 +216,12 @@ func describe(f *Fault, p parsedSpec) string {
 	if p.Kind == FaultDeploy {
 		d += " of build " + p.Build
 	}
+	if p.Kind == FaultSlow {
+		d += fmt.Sprintf(" to %g records/s", p.Rate)
+	}
+	if p.Kind == FaultTraffic {
+		d += fmt.Sprintf(" ×%g", p.Factor)
+	}
 	if p.dur > 0 {
 		d += " for " + p.dur.String()
 	}
@@ -260,6 +281,16 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 		}
 		f.Detail = fmt.Sprintf("killed sandbox-monitor-%d; it restarts when the fault heals", i+1)
 		f.heal = func() error { return s.monitors.restart(i) }
+	case FaultSlow:
+		pipe := s.pipe(p.Side)
+		if err := pipe.Throttle(p.Service, p.Rate); err != nil {
+			return err
+		}
+		f.heal = func() error { return pipe.Throttle(p.Service, 0) }
+	case FaultTraffic:
+		g := s.loadGen()
+		g.setTraffic(p.Factor)
+		f.heal = func() error { g.setTraffic(1); return nil }
 	case FaultKillInstance:
 		if err := s.pipe(p.Side).RestartStage(p.Service); err != nil {
 			return err

@@ -50,6 +50,7 @@ type loadGen struct {
 	rng    *rand.Rand
 	seq    int64
 	paused bool
+	factor float64          // multiplies the request rate (1: as usual)
 	truth  map[string]int64 // campaign -> micros written
 	stats  LoadStats
 
@@ -124,7 +125,7 @@ func newCampaigns(zones []string, n int, qps float64, now time.Time, rng *rand.R
 func newLoadGen(cs []campaign, qps float64, day time.Duration, prefix string, in *pipeline.Ingester,
 	sel *selector.Selector, ret *selector.Retriever, seed uint64) *loadGen {
 	g := &loadGen{campaigns: cs, qps: qps, day: day, prefix: prefix, in: in, sel: sel, ret: ret,
-		rng: rand.New(rand.NewPCG(seed, 11)), truth: make(map[string]int64),
+		rng: rand.New(rand.NewPCG(seed, 11)), truth: make(map[string]int64), factor: 1,
 		lost: map[string]map[string]int64{}, lostRecs: map[string]int64{}}
 	g.byID = make(map[string]*campaign, len(cs))
 	sum := 0.0
@@ -167,7 +168,7 @@ func (g *loadGen) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			carry += g.qps * g.curve(now) * now.Sub(last).Seconds()
+			carry += g.qps * g.curve(now) * g.trafficFactor() * now.Sub(last).Seconds()
 			last = now
 			n := int(carry)
 			carry -= float64(n)
@@ -250,6 +251,19 @@ func (g *loadGen) onLost(side string, r *kgo.Record, _ error) {
 	}
 	g.lost[side][ev.Campaign] += ev.PriceMicros
 	g.lostRecs[side]++
+}
+
+// setTraffic multiplies the request rate by f (1: as usual).
+func (g *loadGen) setTraffic(f float64) {
+	g.mu.Lock()
+	g.factor = f
+	g.mu.Unlock()
+}
+
+func (g *loadGen) trafficFactor() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.factor
 }
 
 func (g *loadGen) setPaused(p bool) {

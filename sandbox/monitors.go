@@ -14,6 +14,7 @@ import (
 
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/selector"
 )
 
 // replicas are the sandbox's two monitor replicas. A killed replica is
@@ -157,11 +158,14 @@ func (r *replicas) handler() http.Handler {
 }
 
 // watchVerdicts records in the timeline every change of the leading
-// replica's verdict of a side, with the reasons.
+// replica's verdict of a side, with the reasons, and of the degraded flag
+// of the published selections (which changes no request tag, so the
+// selection watcher does not see it).
 func (s *Sandbox) watchVerdicts(ctx context.Context) error {
 	type key struct{ service, side string }
 	last := map[key]string{}
 	stagger := map[string]string{}
+	degraded := map[string]bool{}
 	tick := time.NewTicker(s.opts.Timing.Window / 3)
 	defer tick.Stop()
 	for {
@@ -169,6 +173,17 @@ func (s *Sandbox) watchVerdicts(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		}
+		snap := s.sel.Snapshot()
+		for _, svc := range selector.Services() {
+			if d := degradedOf(snap, svc); d != degraded[svc.String()] {
+				degraded[svc.String()] = d
+				detail := "no longer degraded"
+				if d {
+					detail = "degraded: " + snap.Selection(svc).Reason
+				}
+				s.events.add(Event{Kind: EventInfo, Service: svc.String(), Side: snap.Active(svc).String(), Detail: detail})
+			}
 		}
 		_, m := s.monitors.leader()
 		if m == nil {
@@ -189,16 +204,20 @@ func (s *Sandbox) watchVerdicts(ctx context.Context) error {
 				if !ok {
 					continue
 				}
-				verdict := fmt.Sprintf("healthy (qps %.1f, lag p99 %d ms)", v.QPS, v.LagP99Ms)
+				verdict := fmt.Sprintf("healthy (qps %.1f, lag p99 %d ms, aggregator %d ms)", v.QPS, v.LagP99Ms, v.AggregatorLagP99Ms)
 				if !v.Healthy {
-					verdict = "unhealthy: " + strings.Join(v.Reasons, "; ")
+					verdict = fmt.Sprintf("unhealthy: %s (qps %.1f, aggregator %d ms)", strings.Join(v.Reasons, "; "), v.QPS, v.AggregatorLagP99Ms)
+				}
+				state := ruleNames(v.Healthy, v.Reasons)
+				if v.CatchingUp != "" {
+					verdict += ", catching up: " + v.CatchingUp
+					state += ",catching_up"
 				}
 				k := key{svc.Service, side}
-				if state := ruleNames(v.Healthy, v.Reasons); last[k] == state {
+				if last[k] == state {
 					continue
-				} else {
-					last[k] = state
 				}
+				last[k] = state
 				s.events.add(Event{Kind: EventVerdict, Service: svc.Service, Side: side, Detail: verdict})
 			}
 		}

@@ -101,6 +101,11 @@ type Options struct {
 	Timing Timing
 	// Seed of the load generator's randomness (default 1).
 	Seed uint64
+	// SaveHistory, with a scenario, is a file to write at its end the health
+	// samples both clusters received while the monitors ran, as JSON lines:
+	// `hotpair monitor simulate --file` replays them (Result.Simulate has
+	// the arguments with the scenario's thresholds).
+	SaveHistory string
 
 	// Injected dependencies.
 	Logger *slog.Logger
@@ -175,6 +180,7 @@ type Sandbox struct {
 
 	monitorCreds, operatorCreds *zkutil.Credentials
 	started                     time.Time
+	monitorsFrom                time.Time // when the monitors started: the history they judged begins
 
 	ctx  context.Context // of Run, for faults that start components
 	stop []func()        // in reverse order of start
@@ -449,6 +455,7 @@ func (s *Sandbox) loadGen() *loadGen {
 }
 
 func (s *Sandbox) startMonitors(ctx context.Context) error {
+	s.monitorsFrom = time.Now()
 	if err := s.monitors.start(ctx); err != nil {
 		return err
 	}

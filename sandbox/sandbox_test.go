@@ -41,6 +41,15 @@ func TestParseSpec(t *testing.T) {
 		{FaultSpec{Kind: FaultLag, Side: "primary"}, "lag needs --lag"},
 		{FaultSpec{Kind: FaultStall, Service: "budget", Side: "primary", For: "soon"}, `for "soon" is not a positive duration`},
 		{FaultSpec{Kind: FaultStopZK, Side: "primary"}, "stop-zk takes no --side or --service"},
+		{FaultSpec{Kind: FaultSlow, Service: "aggregator", Side: "primary", Rate: 500}, ""},
+		{FaultSpec{Kind: FaultSlow, Service: "aggregator", Side: "primary"}, "slow needs --rate"},
+		{FaultSpec{Kind: FaultSlow, Side: "primary", Rate: 500}, "slow needs --service"},
+		{FaultSpec{Kind: FaultTraffic, Factor: 4}, ""},
+		{FaultSpec{Kind: FaultTraffic, Factor: 0.25}, ""},
+		{FaultSpec{Kind: FaultTraffic, Factor: 1}, "traffic needs --factor"},
+		{FaultSpec{Kind: FaultTraffic}, "traffic needs --factor"},
+		{FaultSpec{Kind: FaultTraffic, Factor: 4, Side: "primary"}, "traffic takes no --side or --service"},
+		{FaultSpec{Kind: FaultStall, Service: "budget", Side: "primary", Rate: 5}, "--rate applies to slow only"},
 	} {
 		_, err := parseSpec(tc.spec, time.Second)
 		switch {

@@ -25,6 +25,10 @@ type Result struct {
 	Events   []Event     `json:"events"`
 	Spend    []SideSpend `json:"spend"`
 	Duration string      `json:"duration"`
+	// Simulate, with Options.SaveHistory, are the arguments of the hotpair
+	// command that replays the saved history through the monitor's decision
+	// code with the thresholds the scenario's monitors used.
+	Simulate []string `json:"simulate,omitempty"`
 }
 
 // scenario is a scripted failure story with its expected outcome.
@@ -106,15 +110,24 @@ func RunScenario(ctx context.Context, name string, o Options, progress func(Even
 	r := &run{s: sb, ctx: sctx, t: o.Timing}
 	r.event(EventInfo, "", "", "scenario %s: %s", sc.name, sc.summary)
 	sc.run(r)
+	var simulate []string
 	if ctx.Err() == nil {
 		r.finish()
+		if o.SaveHistory != "" {
+			if n, err := sb.saveHistory(sctx, o.SaveHistory); err != nil {
+				r.check("history saved", false, "%s: %v", o.SaveHistory, err)
+			} else {
+				r.check("history saved", true, "%d health samples of both clusters in %s", n, o.SaveHistory)
+				simulate = sb.simulateArgs(o.SaveHistory)
+			}
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {
 		r.check("sandbox stopped cleanly", false, "%v", err)
 	}
 	res := Result{Scenario: name, Passed: len(r.checks) > 0, Checks: r.checks, Events: sb.events.since(start),
-		Spend: r.spend, Duration: time.Since(start).Round(100 * time.Millisecond).String()}
+		Spend: r.spend, Duration: time.Since(start).Round(100 * time.Millisecond).String(), Simulate: simulate}
 	for _, c := range r.checks {
 		res.Passed = res.Passed && c.Passed
 	}

@@ -24,6 +24,9 @@ func scenarios() []scenario {
 			timing: func(t *Timing) { t.Grace = 24 * time.Second }, run: monitorFailover},
 		{name: "staggered-deploy", summary: "the primary's pipelines restart on a new build: the rollout gate holds the standby back until the primary has run it healthily for the hold, then lets it follow and holds the primary back in turn; no stagger violation is flagged", run: staggeredDeploy},
 		{name: "crash-restart", summary: "pipeline instances die abruptly and restart (the primary aggregator, then the standby budget enforcer): state comes back from the changelogs and every campaign's spend stays exact", run: crashRestart},
+		{name: "slow-side", summary: "primary's records arrive " + slowSideLag.String() + " late: every service moves to standby, stays there for as long as the lag lasts (its input rate is normal, its output late end to end), and returns a grace period after the heal; spend exact on both sides", run: slowSide},
+		{name: "overload", summary: "both aggregators can process only 1.5 times the usual input, then traffic rises four times: both sides fall behind together, no switch, every service degraded within two windows; once traffic drops the backlogs drain and degraded clears",
+			options: func(o *Options) { o.Day = time.Hour }, run: overload},
 	}
 }
 

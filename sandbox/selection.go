@@ -41,6 +41,14 @@ func (s *Sandbox) watchSelection(ctx context.Context) error {
 	}
 }
 
+func degradedOf(snap *selector.Snapshot, svc selector.Service) bool {
+	sel := snap.Selection(svc)
+	return sel != nil && sel.Degraded
+}
+
+// Degraded reports whether the published selection of service says degraded.
+func (s *Sandbox) Degraded(service string) bool { return degradedOf(s.sel.Snapshot(), svcOf(service)) }
+
 // Active returns the side the read side currently uses for service.
 func (s *Sandbox) Active(service string) string {
 	return s.sel.ActiveByName(service).String()

@@ -17,7 +17,7 @@ import (
 func runFault(ctx context.Context, a *app, args []string) int {
 	if len(args) == 0 || (args[0] != "inject" && args[0] != "heal" && args[0] != "list") {
 		fmt.Fprintln(a.stderr, "usage: hotpair fault inject|heal|list --http ADDR ...")
-		fmt.Fprintln(a.stderr, "  hotpair fault inject --http ADDR KIND [--service S] [--side SIDE] [--for D] [--period D] [--lag D] [--build B]")
+		fmt.Fprintln(a.stderr, "  hotpair fault inject --http ADDR KIND [--service S] [--side SIDE] [--for D] [--period D] [--lag D] [--build B] [--rate N] [--factor F]")
 		fmt.Fprintln(a.stderr, "  hotpair fault heal --http ADDR (ID | --all)")
 		fmt.Fprintln(a.stderr, "  hotpair fault list --http ADDR")
 		fmt.Fprintln(a.stderr, "kinds: "+strings.Join(sandbox.FaultKinds(), ", "))
@@ -49,15 +49,17 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 }
 
 func faultInject(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "fault inject", "fault inject --http ADDR KIND [--service S] [--side SIDE] [--for D] [--period D] [--lag D] [--build B]\n\nkinds: "+strings.Join(sandbox.FaultKinds(), ", "))
+	fs := newFlags(a, "fault inject", "fault inject --http ADDR KIND [--service S] [--side SIDE] [--for D] [--period D] [--lag D] [--build B] [--rate N] [--factor F]\n\nkinds: "+strings.Join(sandbox.FaultKinds(), ", "))
 	addr := fs.String("http", "", "the sandbox's HTTP address (host:port)")
 	var spec sandbox.FaultSpec
-	fs.StringVar(&spec.Service, "service", "", "stage: aggregator, budget, pacer or bidder (stall, flap, kill-instance)")
+	fs.StringVar(&spec.Service, "service", "", "stage: aggregator, budget, pacer or bidder (stall, flap, kill-instance, slow)")
 	fs.StringVar(&spec.Side, "side", "", "side: primary or standby")
 	dur := fs.Duration("for", 0, "heal by itself after this long (default: until healed)")
 	period := fs.Duration("period", 0, "flap: stalled and healthy for this long each (default: the monitor window)")
 	lag := fs.Duration("lag", 0, "lag: how late the side's records arrive")
 	fs.StringVar(&spec.Build, "build", "", "deploy: the build label the side's pipelines restart on")
+	fs.Float64Var(&spec.Rate, "rate", 0, "slow: the most input records per second the stage processes")
+	fs.Float64Var(&spec.Factor, "factor", 0, "traffic: how many times the usual ad requests the load generator sends (4: a surge, 0.25: a drop)")
 	pos, code, done := parseInterleaved(fs, args)
 	if done {
 		return code

@@ -26,17 +26,18 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	grace := fs.Duration("grace", sandbox.DemoTiming().Grace, "how long the primary must stay healthy before traffic returns to it")
 	scenario := fs.String("scenario", "", "run this scripted scenario to the end and exit 0 only if it held: "+strings.Join(sandbox.ScenarioNames(), ", "))
 	asJSON := fs.Bool("json", false, "with --scenario: print the timeline as one JSON object")
+	saveHistory := fs.String("save-history", "", "with --scenario: at its end, write the health samples of both clusters to this JSON-lines file for hotpair monitor simulate")
 	if code, done := parseNoArgs(a, fs, args); done {
 		return code
 	}
-	if *asJSON && *scenario == "" {
-		return usageError(fs, a.stderr, "--json needs --scenario")
+	if (*asJSON || *saveHistory != "") && *scenario == "" {
+		return usageError(fs, a.stderr, "--json and --save-history need --scenario")
 	}
 	if *campaigns < 2 || *qps <= 0 || *day < time.Minute {
 		return usageError(fs, a.stderr, "--campaigns must be at least 2, --qps positive, --day at least 1m")
 	}
 	opts := sandbox.Options{ZK: *zk, ZKRoot: *zkRoot, HTTP: *httpAddr, Campaigns: *campaigns, QPS: *qps, Day: *day,
-		Insecure: *insecure, Logger: a.logger}
+		Insecure: *insecure, SaveHistory: *saveHistory, Logger: a.logger}
 	if *scenario != "" {
 		return runScenario(ctx, a, fs, *scenario, opts, *asJSON, *addrFile)
 	}
@@ -109,6 +110,9 @@ func runScenario(ctx context.Context, a *app, fs *flag.FlagSet, name string, opt
 			verdict = "did NOT hold"
 		}
 		fmt.Fprintf(a.stdout, "\nscenario %s %s (%s)\n", name, verdict, res.Duration)
+		if len(res.Simulate) > 0 {
+			fmt.Fprintf(a.stdout, "replay its decisions: hotpair %s\n", strings.Join(res.Simulate, " "))
+		}
 	}
 	if !res.Passed {
 		return 1
