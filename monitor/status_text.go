@@ -104,7 +104,7 @@ func sideDetail(sel *znode.Selection, side string) string {
 	if ss.HealthySince != nil {
 		fmt.Fprintf(&b, "  healthy since %s (%s)", ss.HealthySince.Format(time.RFC3339), ago(*ss.HealthySince))
 	}
-	if ss.CatchingUp != "" {
+	if ss.Healthy && ss.CatchingUp != "" {
 		fmt.Fprintf(&b, "\n            catching up: %s (the grace clock starts once it keeps up)", ss.CatchingUp)
 	}
 	if len(ss.Reasons) > 0 {
