@@ -132,7 +132,7 @@ func sameSwitches(t *testing.T, bin string, res sandbox.Result) {
 	for _, svc := range []string{"budget", "pacer", "bidder"} {
 		l, r := live[svc], replay[svc]
 		if len(l) == 0 || len(l) != len(r) {
-			t.Errorf("%s: the read side saw %d switches, the replay made %d", svc, len(l), len(r))
+			t.Errorf("%s: the read side saw %d switches %v, the replay made %d %v", svc, len(l), l, len(r), r)
 			continue
 		}
 		for i := range l {

@@ -83,16 +83,18 @@ func partitionsUncovered(r Rules, s WindowStats) (Reason, bool) {
 }
 
 // inputRateLow: the side's QPS is below RateRatio × the other side's QPS,
-// judged only when the other side has at least RateReference QPS and is not
-// catching up (its p99 lag, and its aggregator's, at most CatchUpLag). Both
-// sides low together is a change of upstream traffic, not a fault; a side
+// judged only when the other side has at least RateReference QPS. Both
+// sides low together is a change of upstream traffic, not a fault. A side
 // catching up after a stall or an outage runs above the input rate for a
-// while, which says nothing about the other side.
+// while, which says nothing about the other side: while the other side is
+// catching up (its p99 lag, or its aggregator's, above CatchUpLag) only a
+// side with next to no input (under RateReference) is low — a stalled side
+// must not look healthy because the other one drains a backlog.
 func inputRateLow(r Rules, self, other WindowStats, otherName string) (Reason, bool) {
 	if other.QPS < r.RateReference {
 		return Reason{}, false
 	}
-	if _, behind := catchingUp(r, other); behind {
+	if _, behind := catchingUp(r, other); behind && self.QPS >= r.RateReference {
 		return Reason{}, false
 	}
 	if threshold := r.RateRatio * other.QPS; self.QPS < threshold {

@@ -104,6 +104,9 @@ func TestRuleInputRateLow(t *testing.T) {
 		{"other side draining a backlog (catch-up burst)", 40, 100, 5400, 0, false, ""},
 		{"other side lagging but within catch_up_lag", 40, 100, 5000, 0, true, "qps 40.00 < 0.5 × standby qps 100.00"},
 		{"other side's aggregator draining a backlog", 40, 100, 5, 9000, false, ""},
+		{"other side draining a backlog, this side has no input at all", 0, 100, 14_000, 0, true, "qps 0.00 < 0.5 × standby qps 100.00"},
+		{"other side draining a backlog, this side just under the reference", 0.9, 100, 14_000, 0, true, "qps 0.90 < 0.5 × standby qps 100.00"},
+		{"other side draining a backlog, this side at the reference", 1, 100, 14_000, 0, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			self, other := window(), window()
