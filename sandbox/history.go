@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/hotpair/hotpair/monitor/core"
@@ -14,28 +15,43 @@ import (
 // saveHistory writes to path the health samples both clusters received
 // since the monitors started, as JSON lines (each sample with its record
 // time as receive time): what `hotpair monitor simulate --file` replays.
-// It returns how many samples it wrote.
-func (s *Sandbox) saveHistory(ctx context.Context, path string) (int, error) {
+// The pipelines keep sampling while the clusters are read one after the
+// other, so both sides are cut at the same moment, the older of the two
+// newest samples: a side must not look silent in the last window only
+// because it was read first. It returns how many samples it wrote and the
+// moment the history ends.
+func (s *Sandbox) saveHistory(ctx context.Context, path string) (int, time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var all []core.Record
+	var until time.Time
 	for _, side := range pipeline.Sides() {
 		recs, _, err := history.ReadTopic(ctx, history.TopicOptions{Brokers: s.clusters[side].brokers(), Side: side,
 			Since: s.monitorsFrom, ClientID: "hotpair-sandbox-history"})
 		if err != nil {
-			return 0, err
+			return 0, time.Time{}, err
+		}
+		newest := time.Time{}
+		for i := range recs {
+			if at := recs[i].At(); at.After(newest) {
+				newest = at
+			}
+		}
+		if until.IsZero() || newest.Before(until) {
+			until = newest
 		}
 		all = append(all, recs...)
 	}
+	all = slices.DeleteFunc(all, func(r core.Record) bool { return r.At().After(until) })
 	f, err := os.Create(path)
 	if err != nil {
-		return 0, err
+		return 0, until, err
 	}
 	if err := history.WriteJSONLines(f, all); err != nil {
 		f.Close()
-		return 0, err
+		return 0, until, err
 	}
-	return len(all), f.Close()
+	return len(all), until, f.Close()
 }
 
 // simulateArgs are the arguments of `hotpair monitor simulate` that replay a

@@ -114,10 +114,11 @@ func RunScenario(ctx context.Context, name string, o Options, progress func(Even
 	if ctx.Err() == nil {
 		r.finish()
 		if o.SaveHistory != "" {
-			if n, err := sb.saveHistory(sctx, o.SaveHistory); err != nil {
+			if n, until, err := sb.saveHistory(sctx, o.SaveHistory); err != nil {
 				r.check("history saved", false, "%s: %v", o.SaveHistory, err)
 			} else {
-				r.check("history saved", true, "%d health samples of both clusters in %s", n, o.SaveHistory)
+				r.check("history saved", true, "%d health samples of both clusters, up to %s, in %s",
+					n, until.UTC().Format("15:04:05.000"), o.SaveHistory)
 				simulate = sb.simulateArgs(o.SaveHistory)
 			}
 		}

@@ -16,6 +16,10 @@ var ErrInvalidSelection = errors.New("monitor: selection cannot be restored")
 // of a live pipeline.
 var ErrEmptyHistory = errors.New("monitor: history has no live samples")
 
+// ErrShortHistory is returned by Simulate when the history does not cover
+// one whole window.
+var ErrShortHistory = errors.New("monitor: history is shorter than one window")
+
 // ConfigError is one rejected config key. Key is the YAML path relative to
 // Config (e.g. "rules.rate_ratio"); a caller that embeds Config under
 // another key can prefix it.

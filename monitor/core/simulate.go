@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -55,9 +56,11 @@ type SimResult struct {
 // Simulate replays a recorded history through the same Engine the monitor
 // runs: samples are observed in the order of their receive time, and a
 // window closes at every multiple of cfg.Window (since the Unix epoch) from
-// the first sample on, until the window holding the last sample has closed.
-// A window (start, end] holds the samples received after its start up to
-// and including its end. Every service starts on the preferred side, so a
+// the first sample on, up to the last one that ends by the last sample. A
+// window (start, end] holds the samples received after its start up to and
+// including its end. A window the history ends within is not judged: it
+// does not say what came after its last sample, and a side whose next
+// sample was not recorded would read as silent. Every service starts on the preferred side, so a
 // failover in the first window counts as a switch. No override is applied.
 // The history is not modified.
 func Simulate(cfg Config, history []Record) (SimResult, error) {
@@ -82,8 +85,12 @@ func Simulate(cfg Config, history []Record) (SimResult, error) {
 	res := SimResult{From: start, DegradedWindows: map[string]int{}, StaggerWindows: map[string]int{},
 		UnhealthyWindows: map[string]int{}, Final: map[string]State{}}
 	last := recs[len(recs)-1].At()
+	if start.Add(cfg.Window).After(last) {
+		return SimResult{}, fmt.Errorf("%w: %s from %s to %s, window %s", ErrShortHistory, last.Sub(recs[0].At()),
+			recs[0].At().UTC().Format(time.RFC3339Nano), last.UTC().Format(time.RFC3339Nano), cfg.Window)
+	}
 	next := 0
-	for tick := start.Add(cfg.Window); ; tick = tick.Add(cfg.Window) {
+	for tick := start.Add(cfg.Window); !tick.After(last); tick = tick.Add(cfg.Window) {
 		for ; next < len(recs) && !recs[next].At().After(tick); next++ {
 			e.Observe(&recs[next].Sample, recs[next].At())
 		}
@@ -92,9 +99,6 @@ func Simulate(cfg Config, history []Record) (SimResult, error) {
 			return SimResult{}, err
 		}
 		res.record(ev)
-		if !tick.Before(last) {
-			break
-		}
 	}
 	res.Counters = e.Counters()
 	for _, svc := range pipeline.Services() {

@@ -163,3 +163,37 @@ func TestSimulateFailoverInTheFirstWindow(t *testing.T) {
 		t.Fatalf("final %+v", res.Final["pacer"])
 	}
 }
+
+// A history read from two clusters one after the other ends a little later
+// on one side. The window the history ends within is not judged: the other
+// side's next sample was just not recorded, and must not read as silence.
+func TestSimulateDoesNotJudgeThePartialLastWindow(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Window = time.Minute
+	var hist []Record
+	add := func(side string, ws time.Time) {
+		for _, smp := range healthyFleet("budget", side).samples(ws, ws.Add(10*sec)) {
+			hist = append(hist, Record{Sample: smp, ReceivedAt: ws.Add(10 * sec)})
+		}
+	}
+	for ws := t0; ws.Before(t0.Add(5 * time.Minute)); ws = ws.Add(10 * sec) {
+		add("primary", ws)
+		add("standby", ws)
+	}
+	add("standby", t0.Add(5*time.Minute)) // received at 5m10s; primary's was not read
+	res, err := Simulate(cfg, hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Windows != 5 || !res.To.Equal(t0.Add(5*time.Minute)) {
+		t.Fatalf("%d windows up to %s, want 5 up to 5m", res.Windows, res.To.Sub(t0))
+	}
+	for _, sw := range res.Switches {
+		if sw.Service == "budget" {
+			t.Fatalf("switch in a window the history does not cover: %+v", sw)
+		}
+	}
+	if _, err := Simulate(cfg, hist[:4]); !errors.Is(err, ErrShortHistory) {
+		t.Fatalf("10 s of history with 1m windows: %v", err)
+	}
+}
