@@ -29,30 +29,28 @@ func TestServiceLagIsEndToEnd(t *testing.T) {
 	defer in.Close(context.Background())
 	w := newWorkload(10, 0, 9)
 	w.writeBudgets(t, in)
-	eventually(t, 60*time.Second, func() string {
-		if len(statuses(t, brokers)) < len(w.budgets) {
-			return "budgets not yet applied"
-		}
-		return ""
-	})
+	waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
 
 	if err := in.SetDelay(SidePrimary, delay); err != nil {
 		t.Fatal(err)
 	}
-	// 4 s of traffic, ~200 events/s, each stamped with the time it is written.
+	// 4 s of traffic, ~200 events/s, each stamped with the time it is
+	// written: windows close on event time only while later events follow.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for i := range 40 {
 		b := newWorkload(10, 20, uint64(100+i))
 		b.writeEvents(t, in)
 		for c, v := range b.truth {
 			w.truth[c] += v
 		}
-		time.Sleep(100 * time.Millisecond)
+		<-tick.C
 	}
 	// The last delayed events reach the cluster D after this; samples that
 	// end before then cover only windows closed on event time (after it,
 	// idle partitions close their last windows by the wall clock).
 	cutoff := time.Now().Add(delay)
-	eventually(t, 60*time.Second, func() string { return spentMatches(t, brokers, w.truth) })
+	waitStatuses(t, brokers, 60*time.Second, spentIs(w.truth))
 
 	merged := map[string]*HealthSample{}
 	for _, r := range kafkatest.UpToEnd(t, brokers, "hotpair-health") {
