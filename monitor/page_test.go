@@ -134,8 +134,9 @@ func checkOnCallPage(t *testing.T, r *replica, active, reason string) {
 	if n := strings.Count(section, "<polyline"); n != 6 {
 		t.Fatalf("budget has %d chart lines, want 6 (QPS, end-to-end lag and the aggregator's lag, both sides)", n)
 	}
-	if !strings.Contains(section, "end to end") || !strings.Contains(section, "aggregator behind") {
-		t.Fatalf("budget's section does not say what its lag measures:\n%s", section)
+	if !strings.Contains(section, "end to end") || !strings.Contains(section, "aggregator behind") ||
+		!regexp.MustCompile(`id="lag-definition"[^>]*>p99 lag is end to end: .*receive time − \(window end \+ the aggregator's allowed lateness\)`).MatchString(dom) {
+		t.Fatalf("the page does not say what the lag measures:\n%s", dom)
 	}
 	if !regexp.MustCompile(`(?s)<tr class="switch">.*?budget.*?` + active).MatchString(dom) {
 		t.Fatalf("the switches table does not list budget's switch to %s", active)
