@@ -51,9 +51,7 @@ func (b Builders) cfg() *sarama.Config { return SaramaConfig(b.ClientID) }
 func (b Builders) ProcessorOptions() []goka.ProcessorOption {
 	return []goka.ProcessorOption{
 		goka.WithClientID(b.ClientID),
-		goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
-			return goka.ProducerBuilderWithConfig(b.cfg())(brokers, clientID, hasher)
-		}),
+		goka.WithProducerBuilder(NewGokaProducer),
 		goka.WithConsumerGroupBuilder(func(brokers []string, group, clientID string) (sarama.ConsumerGroup, error) {
 			return goka.ConsumerGroupBuilderWithConfig(b.cfg())(brokers, group, clientID)
 		}),
