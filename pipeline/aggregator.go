@@ -1,7 +1,7 @@
 package pipeline
 
 import (
-	"sync"
+	"strconv"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -38,7 +38,7 @@ type aggregator struct {
 }
 
 func newAggregator(p *Pipeline) *stage {
-	a := aggregator{stage: newStage(p, StageAggregator), marks: newWatermarks(p.opts.IdleClose)}
+	a := aggregator{stage: newStage(p, StageAggregator), marks: newWatermarks(p.opts.IdleClose, p.opts.Window, p.opts.Lateness)}
 	a.threshold = a.marks.at
 	edges := append(a.edges(a.onWake),
 		goka.Input(goka.Stream(p.topics.AdEvents), new(codec.Bytes), a.onAdEvent),
@@ -65,28 +65,31 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 		return
 	}
 	a.observeLag(recv.Sub(ev.TS))
-	a.marks.observe(ctx.Partition(), ev.TS.UnixMilli(), recv.UnixMilli())
+	if a.marks.observe(ctx.Partition(), ev.TS.UnixMilli(), recv.UnixMilli()) {
+		a.wakeNow() // panes of other campaigns closed: send their wake-ups now
+	}
 
 	w, _ := ctx.Value().(*statestore.Windows)
 	if w == nil {
 		w = new(statestore.Windows)
 	}
 	o := a.p.opts
-	switch w.Add(ctx.Offset(), ev.TS.UnixMilli(), ev.Advertiser, ev.PriceMicros, o.Window.Milliseconds(), o.Lateness.Milliseconds()) {
+	tsMs := ev.TS.UnixMilli()
+	switch w.Add(ctx.Offset(), tsMs, ev.Advertiser, ev.PriceMicros, o.Window.Milliseconds(), o.Lateness.Milliseconds()) {
 	case statestore.Duplicate:
 		a.m.duplicates.Inc()
 		return
 	case statestore.Late:
 		a.m.late.Inc()
-		start := time.UnixMilli(statestore.WindowStartMs(ev.TS.UnixMilli(), w.SizeMs)).UTC()
+		start := time.UnixMilli(statestore.WindowStartMs(tsMs, w.SizeMs)).UTC()
 		a.emit(ctx, SpendEvent{
 			ID: LateSpendID(ev.Campaign, start, ev.ID), Campaign: ev.Campaign, Advertiser: ev.Advertiser,
 			SpendMicros: ev.PriceMicros, Events: 1,
 			WindowStart: start, WindowEnd: start.Add(time.Duration(w.SizeMs) * time.Millisecond),
 			DueAt: ev.TS.UTC(),
-		}, recv)
+		}, recv, 0)
 	}
-	a.closeDue(ctx, w, recv)
+	a.closeDue(ctx, w, recv, statestore.WindowStartMs(tsMs, w.SizeMs))
 	ctx.SetValue(w)
 }
 
@@ -97,74 +100,51 @@ func (a aggregator) onWake(ctx goka.Context, _ any) {
 	if w == nil {
 		return
 	}
-	a.closeDue(ctx, w, time.Now())
-	ctx.SetValue(w)
+	if a.closeDue(ctx, w, time.Now(), noPane) > 0 {
+		ctx.SetValue(w)
+	}
+	// Nothing due (an event closed the panes first): the state and its wake
+	// time in the index are current; writing it again would only cost.
 }
 
-// closeDue emits the windows of w that are closed on the partition's clock.
-func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, now time.Time) {
-	for _, pane := range w.CloseDue(a.marks.at(ctx.Partition(), now)) {
+// noPane is an impossible pane start: windows start in 2000 or later.
+const noPane = -1
+
+// closeDue emits the windows of w that are closed on the partition's clock
+// and returns how many. ownStartMs is the pane the event received at now was
+// added to (noPane on a wake-up): due already, it closes when the event
+// arrived, not before.
+func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, now time.Time, ownStartMs int64) int {
+	panes := w.CloseDue(a.marks.at(ctx.Partition(), now))
+	for _, pane := range panes {
 		start := time.UnixMilli(pane.StartMs).UTC()
 		end := start.Add(time.Duration(w.SizeMs) * time.Millisecond)
+		closed := a.marks.closedAt(ctx.Partition(), pane.StartMs+w.SizeMs+w.LatenessMs, now.UnixMilli())
+		if pane.StartMs == ownStartMs {
+			closed = max(closed, now.UnixMilli())
+		}
 		a.emit(ctx, SpendEvent{
 			ID: SpendID(ctx.Key(), start), Campaign: ctx.Key(), Advertiser: pane.Advertiser,
 			SpendMicros: pane.Micros, Events: pane.Events,
 			WindowStart: start, WindowEnd: end, DueAt: end.Add(time.Duration(w.LatenessMs) * time.Millisecond),
-		}, now)
+		}, now, closed)
 	}
+	return len(panes)
 }
 
-func (a aggregator) emit(ctx goka.Context, e SpendEvent, now time.Time) {
+// emit writes a SpendEvent. closedMs, when not 0, is when its window closed
+// (unix ms), sent in the HeaderWindowClosedAt header for the services'
+// output latency.
+func (a aggregator) emit(ctx goka.Context, e SpendEvent, now time.Time, closedMs int64) {
 	e.V, e.EmittedAt = SchemaVersion, now.UTC()
 	b, err := Encode(e)
 	if err != nil {
 		ctx.Fail(err)
 	}
-	ctx.Emit(goka.Stream(a.p.topics.Spend), e.Campaign, b)
+	var opts []goka.ContextOption
+	if closedMs != 0 {
+		opts = append(opts, goka.WithCtxEmitHeaders(goka.Headers{HeaderWindowClosedAt: strconv.AppendInt(nil, closedMs, 10)}))
+	}
+	ctx.Emit(goka.Stream(a.p.topics.Spend), e.Campaign, b, opts...)
 	a.m.outputs.Inc()
-}
-
-// watermarks keeps, per input partition, the clock the aggregator closes
-// windows by (see aggregator).
-type watermarks struct {
-	idleMs int64
-	mu     sync.Mutex
-	parts  map[int32]*watermark
-}
-
-type watermark struct{ maxTsMs, lastRecvMs int64 }
-
-func newWatermarks(idle time.Duration) *watermarks {
-	return &watermarks{idleMs: idle.Milliseconds(), parts: make(map[int32]*watermark)}
-}
-
-// observe records an event of time tsMs received at recvMs.
-func (w *watermarks) observe(p int32, tsMs, recvMs int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.mark(p, recvMs)
-	m.maxTsMs, m.lastRecvMs = max(m.maxTsMs, tsMs), recvMs
-}
-
-// at returns the partition's clock at wall time now (unix ms).
-func (w *watermarks) at(p int32, now time.Time) int64 {
-	nowMs := now.UnixMilli()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.mark(p, nowMs)
-	if nowMs-m.lastRecvMs >= w.idleMs {
-		return nowMs
-	}
-	return min(m.maxTsMs, nowMs)
-}
-
-// mark returns the partition's watermark; a partition seen for the first
-// time (just assigned, or after a restart) starts its idle timer now.
-func (w *watermarks) mark(p int32, nowMs int64) *watermark {
-	m := w.parts[p]
-	if m == nil {
-		m = &watermark{lastRecvMs: nowMs}
-		w.parts[p] = m
-	}
-	return m
 }

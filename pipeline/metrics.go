@@ -13,6 +13,8 @@ type metrics struct {
 	events       *prometheus.CounterVec
 	lag          *prometheus.HistogramVec
 	hopLag       *prometheus.HistogramVec
+	hop          *prometheus.HistogramVec
+	outputDelay  *prometheus.HistogramVec
 	deadLetters  *prometheus.CounterVec
 	duplicates   *prometheus.CounterVec
 	lateEvents   *prometheus.CounterVec
@@ -26,6 +28,14 @@ type metrics struct {
 	wakeups      *prometheus.CounterVec
 	pendingWakes *prometheus.GaugeVec
 }
+
+// latencyBuckets are the classic buckets of the latency histograms, fine
+// where the goals are (tens of milliseconds). They are native histograms as
+// well (buckets 10% wide), which a Prometheus with native histograms enabled
+// scrapes instead, and from which hotpair bench reads its quantiles.
+var latencyBuckets = []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30, 60, 300}
+
+const nativeBucketFactor = 1.1
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg)
@@ -45,6 +55,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name:    "hotpair_stage_hop_lag_seconds",
 			Help:    "Per-hop lag of a service: receive time minus the SpendEvent's emitted_at (the aggregator's wall clock). It pinpoints a slow hop; it is blind to a late aggregator.",
 			Buckets: lagBuckets,
+		}, stage),
+		hop: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hotpair_stage_hop_seconds",
+			Help: "Emit-to-consume delay of a stage's input records: receive time minus the record's Kafka timestamp " +
+				"(set when its producer emitted it). For a service, the aggregator-to-service hop; for the aggregator, the ingest hop.",
+			Buckets:                     latencyBuckets,
+			NativeHistogramBucketFactor: nativeBucketFactor,
+		}, stage),
+		outputDelay: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hotpair_window_output_latency_seconds",
+			Help: "From a spend window's close (the moment its end plus the allowed lateness passed on the aggregator's " +
+				"partition clock) to the service's output for it.",
+			Buckets:                     latencyBuckets,
+			NativeHistogramBucketFactor: nativeBucketFactor,
 		}, stage),
 		deadLetters: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotpair_dead_letters_total",

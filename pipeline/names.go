@@ -103,3 +103,10 @@ func (t Topics) Compacted(topic string) bool {
 func (t Topics) All() []string {
 	return []string{t.AdEvents, t.Spend, t.Budgets, t.BudgetStatus, t.Pacing, t.BidMultipliers, t.Health, t.DLQ}
 }
+
+// HeaderWindowClosedAt is the header of a regular SpendEvent that carries
+// when its window closed on the aggregator's partition clock (unix
+// milliseconds): the services measure their output latency from it
+// (hotpair_window_output_latency_seconds). Values stay byte-identical on
+// both sides; headers may differ.
+const HeaderWindowClosedAt = "hotpair-window-closed-at"

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -81,6 +82,23 @@ func (s *service) onSpend(ctx goka.Context, msg any) {
 		obs = &ev
 	}
 	s.commit(ctx, c, ev.WindowEnd, obs, recv)
+	if closed, ok := windowClosedAt(ctx); ok {
+		s.m.outputDelay.Observe(max(time.Since(closed), 0).Seconds())
+	}
+}
+
+// windowClosedAt reads when the SpendEvent's window closed on the
+// aggregator's partition clock (regular windows carry it).
+func windowClosedAt(ctx goka.Context) (time.Time, bool) {
+	v := ctx.Headers()[HeaderWindowClosedAt]
+	if v == nil {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
 }
 
 func (s *service) onBudget(ctx goka.Context, msg any) {

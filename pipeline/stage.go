@@ -34,6 +34,9 @@ type stage struct {
 	sampler sampler
 	gate    gate
 	limit   limiter
+	// wakeC asks wakeLoop to send the due wake-ups now rather than at its
+	// next tick: a partition's clock passed a window close.
+	wakeC chan struct{}
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running processor; nil between runs
@@ -46,7 +49,7 @@ type stageMetrics struct {
 	events, duplicates, late, outputs, restarts prometheus.Counter
 	samples, sampleErrors, wakeups              prometheus.Counter
 	paused, partitions, pendingWakes, rateLimit prometheus.Gauge
-	lag, hopLag                                 prometheus.Observer
+	lag, hopLag, hop, outputDelay               prometheus.Observer
 	deadLetters                                 *prometheus.CounterVec
 }
 
@@ -58,11 +61,13 @@ func newStage(p *Pipeline, name string) *stage {
 		name:  name,
 		group: goka.Group(p.opts.TopicPrefix + "hotpair-" + name),
 		wake:  statestore.NewWakeups(),
+		wakeC: make(chan struct{}, 1),
 		m: stageMetrics{
 			events: m.events.With(l), duplicates: m.duplicates.With(l), late: m.lateEvents.With(l),
 			outputs: m.outputs.With(l), restarts: m.restarts.With(l), samples: m.samples.With(l),
 			sampleErrors: m.sampleErrors.With(l), wakeups: m.wakeups.With(l), paused: m.paused.With(l), rateLimit: m.rateLimit.With(l),
 			partitions: m.partitions.With(l), pendingWakes: m.pendingWakes.With(l), lag: m.lag.With(l), hopLag: m.hopLag.With(l),
+			hop: m.hop.With(l), outputDelay: m.outputDelay.With(l),
 			deadLetters: m.deadLetters.MustCurryWith(l),
 		},
 	}
@@ -176,18 +181,33 @@ func (st *stage) wakeLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			st.m.pendingWakes.Set(float64(st.wake.Len()))
-			due := func(p int32) int64 { return st.threshold(p, now) }
-			for _, k := range st.wake.Due(now, due, wakeRetry, 10_000) {
-				st.m.wakeups.Inc()
-				rec := &kgo.Record{Topic: st.loopTopic(), Key: []byte(k), Value: []byte(strconv.FormatInt(now.UnixMilli(), 10))}
-				st.p.client.TryProduce(ctx, rec, func(_ *kgo.Record, err error) {
-					if err != nil && ctx.Err() == nil {
-						st.p.log.Warn("sending wake-up", "service", st.name, "err", err)
-					}
-				})
-			}
+			st.sendWakeups(ctx, now)
+		case <-st.wakeC:
+			st.sendWakeups(ctx, time.Now())
 		}
+	}
+}
+
+func (st *stage) sendWakeups(ctx context.Context, now time.Time) {
+	st.m.pendingWakes.Set(float64(st.wake.Len()))
+	due := func(p int32) int64 { return st.threshold(p, now) }
+	for _, k := range st.wake.Due(now, due, wakeRetry, 10_000) {
+		st.m.wakeups.Inc()
+		rec := &kgo.Record{Topic: st.loopTopic(), Key: []byte(k), Value: []byte(strconv.FormatInt(now.UnixMilli(), 10))}
+		st.p.client.TryProduce(ctx, rec, func(_ *kgo.Record, err error) {
+			if err != nil && ctx.Err() == nil {
+				st.p.log.Warn("sending wake-up", "service", st.name, "err", err)
+			}
+		})
+	}
+}
+
+// wakeNow asks the wake loop to send the due wake-ups without waiting for
+// its tick.
+func (st *stage) wakeNow() {
+	select {
+	case st.wakeC <- struct{}{}:
+	default:
 	}
 }
 
@@ -227,7 +247,11 @@ func (st *stage) receive(ctx goka.Context) time.Time {
 	st.limit.wait(ctx.Context())
 	st.sampler.received()
 	st.m.events.Inc()
-	return time.Now()
+	now := time.Now()
+	if ts := ctx.Timestamp(); !ts.IsZero() {
+		st.m.hop.Observe(max(now.Sub(ts), 0).Seconds())
+	}
+	return now
 }
 
 func (st *stage) observeLag(lag time.Duration) {

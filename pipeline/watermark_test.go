@@ -6,7 +6,7 @@ import (
 )
 
 func TestWatermarks(t *testing.T) {
-	w := newWatermarks(10 * time.Second)
+	w := newWatermarks(10*time.Second, 10*time.Second, 5*time.Second)
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	ms := func(t time.Time) int64 { return t.UnixMilli() }
 

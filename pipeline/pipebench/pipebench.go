@@ -1,0 +1,219 @@
+// Package pipebench measures one side's pipeline end to end on an
+// in-process kfake cluster: the throughput of the aggregator and the budget
+// enforcer against a bare goka processor and a raw franz-go consumer reading
+// the same records in the same run, and the per-hop delays and the window
+// close → budget status latency under that load and idle.
+// BenchmarkEndToEnd (go test ./pipeline) and `hotpair bench pipeline` both
+// run it, so the figures in the docs and an operator's own are the same
+// measurement.
+package pipebench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/pprof"
+	"runtime/trace"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/hotpair/hotpair/internal/kafka"
+)
+
+// ErrInvalidConfig is returned by Run for an unusable Config.
+var ErrInvalidConfig = errors.New("pipebench: invalid config")
+
+// Config is one measurement.
+type Config struct {
+	// Campaigns the ad events are spread over (default 10,000) and Events
+	// (default 200,000). Fewer campaigns mean more events per window and
+	// fewer SpendEvents per ad event.
+	Campaigns, Events int
+	// Partitions of every topic (default 8).
+	Partitions int32
+	// Probes is how many single ad events are sent one at a time after the
+	// backlog, for the idle latencies (default 100).
+	Probes int
+	// Timeout bounds each phase (default 5m).
+	Timeout time.Duration
+	// CPUProfile and Trace, when set, receive a CPU profile and an
+	// execution trace of the pipeline's backlog phase.
+	CPUProfile, Trace io.Writer
+	// Logger receives progress at debug level and the pipeline's logs.
+	Logger *slog.Logger
+}
+
+func (c *Config) applyDefaults() {
+	if c.Campaigns == 0 {
+		c.Campaigns = 10_000
+	}
+	if c.Events == 0 {
+		c.Events = 200_000
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 8
+	}
+	if c.Probes == 0 {
+		c.Probes = 100
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 5 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Campaigns < 1 || c.Events < c.Campaigns:
+		return fmt.Errorf("%w: need at least one campaign and at least as many events as campaigns (campaigns %d, events %d)",
+			ErrInvalidConfig, c.Campaigns, c.Events)
+	case c.Partitions < 1 || c.Probes < 1:
+		return fmt.Errorf("%w: Partitions and Probes must be positive", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Result is what one Run measured. Every rate is over the same records.
+type Result struct {
+	Campaigns  int   `json:"campaigns"`
+	Events     int   `json:"events"`
+	Partitions int32 `json:"partitions"`
+	// Windows is how many SpendEvents the aggregator emitted for the
+	// backlog, each applied by the budget enforcer exactly once.
+	Windows int `json:"windows"`
+	// Raw is one franz-go consumer reading the ad events; Goka a goka
+	// processor counting them per key with goka's own (sarama) producer;
+	// GokaHotpair the same processor with hotpair's Kafka client layer;
+	// Pipeline the aggregator and the budget enforcer, from the first ad
+	// event consumed to the last window's status.
+	Raw         Rate `json:"raw_franz_go"`
+	Goka        Rate `json:"bare_goka"`
+	GokaHotpair Rate `json:"bare_goka_hotpair_client"`
+	Pipeline    Rate `json:"pipeline"`
+	// Ratio is Pipeline / Goka events per second.
+	Ratio float64 `json:"ratio_to_bare_goka"`
+	// Load are the latencies while the backlog drains; Idle those of the
+	// probes, sent one at a time afterwards.
+	Load Latencies `json:"load"`
+	Idle Latencies `json:"idle"`
+}
+
+// Rate is a throughput: events over wall seconds, and over the CPU seconds
+// the process used meanwhile (the in-process Kafka broker included).
+type Rate struct {
+	Seconds         float64 `json:"seconds"`
+	EventsPerSec    float64 `json:"events_per_sec"`
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	EventsPerCPUSec float64 `json:"events_per_cpu_sec"`
+}
+
+// Latencies of one phase.
+type Latencies struct {
+	// IngestHop is ad event produced → aggregator received (idle only: under
+	// load the backlog's age).
+	IngestHop Quantiles `json:"ingest_hop"`
+	// SpendHop is SpendEvent emitted → budget enforcer received.
+	SpendHop Quantiles `json:"spend_hop"`
+	// StatusHop is BudgetStatus emitted → a franz-go reader received.
+	StatusHop Quantiles `json:"status_hop"`
+	// CloseToStatus is a window's close on the aggregator's partition clock
+	// → the budget enforcer's status for it.
+	CloseToStatus Quantiles `json:"close_to_status"`
+}
+
+// Quantiles of one latency, in milliseconds.
+type Quantiles struct {
+	N     int     `json:"n"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// Run performs one measurement on a new in-process kfake cluster: it writes
+// the workload, reads it with the raw consumer and the bare goka processors,
+// then runs the pipeline over it, probes it idle, and checks that every
+// campaign's lifetime spend in the budget statuses is exact.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg.applyDefaults()
+	if err := cfg.validate(); err != nil {
+		return Result{}, err
+	}
+	log := cfg.Logger
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return Result{}, fmt.Errorf("pipebench: starting kfake: %w", err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	res := Result{Campaigns: cfg.Campaigns, Events: cfg.Events, Partitions: cfg.Partitions}
+
+	w := newWorkload(cfg.Campaigns, cfg.Events, cfg.Partitions, time.Now())
+	log.Debug("writing the workload", "events", w.records(), "windows", w.windows)
+	if err := kafka.EnsureTopics(ctx, brokers, cfg.Partitions, 1, kafka.TopicSpec{Name: topicAdEvents}); err != nil {
+		return res, fmt.Errorf("pipebench: %w", err)
+	}
+	if err := w.produce(ctx, brokers); err != nil {
+		return res, err
+	}
+	phase := func(name string, f func(context.Context) (Rate, error)) (Rate, error) {
+		pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+		log.Debug("phase", "name", name)
+		r, err := f(pctx)
+		if err != nil {
+			return r, fmt.Errorf("pipebench: %s: %w", name, err)
+		}
+		return r, nil
+	}
+	n := w.records()
+	if res.Raw, err = phase("raw franz-go consumer", func(ctx context.Context) (Rate, error) {
+		return measure(n, func() error { _, err := ReadTopic(ctx, brokers, topicAdEvents, n); return err })
+	}); err != nil {
+		return res, err
+	}
+	if res.Goka, err = phase("bare goka", func(ctx context.Context) (Rate, error) {
+		return bareGoka(ctx, brokers, "bench-bare-goka", n, false)
+	}); err != nil {
+		return res, err
+	}
+	if res.GokaHotpair, err = phase("bare goka, hotpair client", func(ctx context.Context) (Rate, error) {
+		return bareGoka(ctx, brokers, "bench-bare-goka-hotpair", n, true)
+	}); err != nil {
+		return res, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	if err := runPipeline(pctx, cfg, brokers, w, &res); err != nil {
+		return res, fmt.Errorf("pipebench: pipeline: %w", err)
+	}
+	res.Ratio = res.Pipeline.EventsPerSec / res.Goka.EventsPerSec
+	return res, nil
+}
+
+// profile starts the configured CPU profile and trace; stop ends them.
+func (c *Config) profile() (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	if c.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(c.CPUProfile); err != nil {
+			return stop, fmt.Errorf("pipebench: cpu profile: %w", err)
+		}
+		stops = append(stops, pprof.StopCPUProfile)
+	}
+	if c.Trace != nil {
+		if err := trace.Start(c.Trace); err != nil {
+			stop()
+			return func() {}, fmt.Errorf("pipebench: trace: %w", err)
+		}
+		stops = append(stops, trace.Stop)
+	}
+	return stop, nil
+}

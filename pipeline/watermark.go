@@ -1,0 +1,118 @@
+package pipeline
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hotpair/hotpair/statestore"
+)
+
+// watermarks keeps, per input partition, the clock the aggregator closes
+// windows by (see aggregator), and when that clock passed each recent window
+// close: the moment a window closed, from which its output latency counts.
+type watermarks struct {
+	idleMs     int64
+	windowMs   int64
+	latenessMs int64
+	mu         sync.Mutex
+	parts      map[int32]*watermark
+}
+
+type watermark struct {
+	maxTsMs, lastRecvMs int64
+	// sinceMs is when this instance began to track the partition.
+	sinceMs int64
+	// crossed holds the wall time at which the newest event time passed each
+	// of the most recent window closes (window end + lateness), oldest first.
+	crossed []crossing
+}
+
+type crossing struct{ closeMs, wallMs int64 }
+
+// maxCrossings bounds the crossings kept per partition: with 10 s windows,
+// the closes of the last ten minutes.
+const maxCrossings = 64
+
+func newWatermarks(idle, window, lateness time.Duration) *watermarks {
+	return &watermarks{idleMs: idle.Milliseconds(), windowMs: window.Milliseconds(),
+		latenessMs: lateness.Milliseconds(), parts: make(map[int32]*watermark)}
+}
+
+// observe records an event of time tsMs received at recvMs. It reports
+// whether the partition's event time passed a window close, so that the
+// wake-ups of the panes due now can be sent at once.
+func (w *watermarks) observe(p int32, tsMs, recvMs int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.mark(p, recvMs)
+	m.lastRecvMs = recvMs
+	if tsMs <= m.maxTsMs {
+		return false
+	}
+	old := m.maxTsMs
+	m.maxTsMs = tsMs
+	if old == 0 {
+		return false // the first event: closes before it count from sinceMs
+	}
+	first := w.closeAfter(old)
+	if first > tsMs {
+		return false
+	}
+	first = max(first, w.closeAfter(tsMs-maxCrossings*w.windowMs))
+	for x := first; x <= tsMs; x += w.windowMs {
+		m.crossed = append(m.crossed, crossing{closeMs: x, wallMs: recvMs})
+	}
+	if n := len(m.crossed); n > maxCrossings {
+		m.crossed = append(m.crossed[:0], m.crossed[n-maxCrossings:]...)
+	}
+	return true
+}
+
+// closeAfter returns the first window close (end + lateness) after tsMs.
+func (w *watermarks) closeAfter(tsMs int64) int64 {
+	end := statestore.WindowStartMs(tsMs-w.latenessMs, w.windowMs) + w.windowMs
+	return end + w.latenessMs
+}
+
+// at returns the partition's clock at wall time now (unix ms).
+func (w *watermarks) at(p int32, now time.Time) int64 {
+	nowMs := now.UnixMilli()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.mark(p, nowMs)
+	if nowMs-m.lastRecvMs >= w.idleMs {
+		return nowMs
+	}
+	return min(m.maxTsMs, nowMs)
+}
+
+// closedAt returns the wall time (unix ms) at which the partition's clock
+// passed closeMs, a window's end plus its lateness: when an event time at or
+// past it arrived, or when the partition went idle and its clock became the
+// wall clock; never before closeMs itself, and never before this instance
+// began to track the partition.
+func (w *watermarks) closedAt(p int32, closeMs, nowMs int64) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.mark(p, nowMs)
+	if closeMs > m.maxTsMs { // passed by the wall clock, the partition idle
+		return max(closeMs, m.lastRecvMs+w.idleMs, m.sinceMs)
+	}
+	for i := len(m.crossed) - 1; i >= 0 && m.crossed[i].closeMs >= closeMs; i-- {
+		if m.crossed[i].closeMs == closeMs {
+			return max(closeMs, m.crossed[i].wallMs)
+		}
+	}
+	return max(closeMs, m.sinceMs)
+}
+
+// mark returns the partition's watermark; a partition seen for the first
+// time (just assigned, or after a restart) starts its idle timer now.
+func (w *watermarks) mark(p int32, nowMs int64) *watermark {
+	m := w.parts[p]
+	if m == nil {
+		m = &watermark{lastRecvMs: nowMs, sinceMs: nowMs}
+		w.parts[p] = m
+	}
+	return m
+}
