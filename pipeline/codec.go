@@ -68,9 +68,9 @@ func badRecord(r Reason, field, format string, args ...any) *DecodeError {
 	return &DecodeError{Reason: r, Field: field, Detail: fmt.Sprintf(format, args...)}
 }
 
-// decodeObject unmarshals b into the wire struct w, mapping each failure to
-// its reason.
-func decodeObject(b []byte, w any) error {
+// checkValue rejects what no decoder reads: an empty value, one over the
+// size limit, and JSON that is not an object.
+func checkValue(b []byte) error {
 	switch {
 	case len(b) == 0:
 		return badRecord(ReasonEmptyValue, "", "value is empty")
@@ -82,6 +82,23 @@ func decodeObject(b []byte, w any) error {
 			return badRecord(ReasonInvalidJSON, "", "value is not valid JSON")
 		}
 		return badRecord(ReasonNotObject, "", "value is JSON but not an object")
+	}
+	return nil
+}
+
+// scanRecord is decodeObject without reflection: see scanObject.
+func scanRecord(b []byte, fields []wireField, toks []token) error {
+	if err := checkValue(b); err != nil {
+		return err
+	}
+	return scanObject(b, fields, toks)
+}
+
+// decodeObject unmarshals b into the wire struct w, mapping each failure to
+// its reason.
+func decodeObject(b []byte, w any) error {
+	if err := checkValue(b); err != nil {
+		return err
 	}
 	err := json.Unmarshal(b, w)
 	var te *json.UnmarshalTypeError
@@ -121,22 +138,50 @@ func (f *fields) present(name string, isNil bool) bool {
 }
 
 func (f *fields) version(v *int) {
-	if f.present("v", v == nil) && *v != SchemaVersion {
-		f.fail(ReasonUnsupportedVersion, "v", "schema version %d is not supported (want %d)", *v, SchemaVersion)
+	n, ok := deref(v)
+	f.versionOK(int64(n), ok)
+}
+
+func (f *fields) versionOK(v int64, ok bool) {
+	if f.present("v", !ok) && v != SchemaVersion {
+		f.fail(ReasonUnsupportedVersion, "v", "schema version %d is not supported (want %d)", v, SchemaVersion)
 	}
 }
 
+// deref returns *p and whether p is set: the wire structs' pointer fields
+// tell a missing field from a zero value.
+func deref[T any](p *T) (T, bool) {
+	if p == nil {
+		var zero T
+		return zero, false
+	}
+	return *p, true
+}
+
+// The validators below take a field's value and whether it is present (set
+// and not null); their pointer forms serve the wire structs.
+
 func (f *fields) str(name string, p *string) string {
-	if !f.present(name, p == nil) {
+	s, ok := deref(p)
+	return f.strOK(name, s, ok)
+}
+
+func (f *fields) strOK(name, s string, ok bool) string {
+	if !f.present(name, !ok) {
 		return ""
 	}
-	return *p
+	return s
 }
 
 // id reads an identifier: 1 to 128 bytes of printable ASCII without spaces;
 // slash is forbidden when noSlash (campaign ids, which are part of spend ids).
 func (f *fields) id(name string, p *string, noSlash bool) string {
-	s := f.str(name, p)
+	s, ok := deref(p)
+	return f.idOK(name, s, ok, noSlash)
+}
+
+func (f *fields) idOK(name, s string, ok, noSlash bool) string {
+	s = f.strOK(name, s, ok)
 	if f.err != nil {
 		return ""
 	}
@@ -155,14 +200,19 @@ func (f *fields) id(name string, p *string, noSlash bool) string {
 }
 
 func (f *fields) nonNegative(name string, p *int64) int64 {
-	if !f.present(name, p == nil) {
+	n, ok := deref(p)
+	return f.nonNegativeOK(name, n, ok)
+}
+
+func (f *fields) nonNegativeOK(name string, n int64, ok bool) int64 {
+	if !f.present(name, !ok) {
 		return 0
 	}
-	if *p < 0 {
-		f.fail(ReasonNegativeAmount, name, "%d is negative", *p)
+	if n < 0 {
+		f.fail(ReasonNegativeAmount, name, "%d is negative", n)
 		return 0
 	}
-	return *p
+	return n
 }
 
 var (
@@ -171,7 +221,12 @@ var (
 )
 
 func (f *fields) time(name string, p *string) time.Time {
-	s := f.str(name, p)
+	s, ok := deref(p)
+	return f.timeOK(name, s, ok)
+}
+
+func (f *fields) timeOK(name, s string, ok bool) time.Time {
+	s = f.strOK(name, s, ok)
 	if f.err != nil {
 		return time.Time{}
 	}
@@ -189,10 +244,15 @@ func (f *fields) time(name string, p *string) time.Time {
 
 // optionalTime reads a time that may be absent (or null): zero when it is.
 func (f *fields) optionalTime(name string, p *string) time.Time {
-	if p == nil {
+	s, ok := deref(p)
+	return f.optionalTimeOK(name, s, ok)
+}
+
+func (f *fields) optionalTimeOK(name, s string, ok bool) time.Time {
+	if !ok {
 		return time.Time{}
 	}
-	return f.time(name, p)
+	return f.timeOK(name, s, ok)
 }
 
 func (f *fields) unit(name string, p *float64, lo, hi float64) float64 {
@@ -207,7 +267,12 @@ func (f *fields) unit(name string, p *float64, lo, hi float64) float64 {
 }
 
 func (f *fields) oneOf(name string, p *string, allowed ...string) string {
-	s := f.str(name, p)
+	s, ok := deref(p)
+	return f.oneOfOK(name, s, ok, allowed...)
+}
+
+func (f *fields) oneOfOK(name, s string, ok bool, allowed ...string) string {
+	s = f.strOK(name, s, ok)
 	if f.err != nil {
 		return ""
 	}

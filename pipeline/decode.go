@@ -1,79 +1,83 @@
 package pipeline
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // The wire structs use pointers so that a missing field can be told from a
-// zero value.
+// zero value. AdEvent and SpendEvent, decoded for every record on the hot
+// path, are scanned without reflection instead (jsonscan.go), to the same
+// rules.
 
-type adEventWire struct {
-	V           *int    `json:"v"`
-	ID          *string `json:"id"`
-	Type        *string `json:"type"`
-	Campaign    *string `json:"campaign"`
-	Advertiser  *string `json:"advertiser"`
-	PriceMicros *int64  `json:"price_micros"`
-	TS          *string `json:"ts"`
+var adEventFields = []wireField{
+	{"v", kindInt}, {"id", kindString}, {"type", kindString}, {"campaign", kindString},
+	{"advertiser", kindString}, {"price_micros", kindInt}, {"ts", kindString},
 }
+
+var eventTypes = []string{EventImpression, EventClick}
 
 // DecodeAdEvent decodes and validates an AdEvent. Errors are *DecodeError.
 func DecodeAdEvent(b []byte) (AdEvent, error) {
-	var w adEventWire
-	if err := decodeObject(b, &w); err != nil {
+	var t [7]token
+	if err := scanRecord(b, adEventFields, t[:]); err != nil {
 		return AdEvent{}, err
 	}
 	var f fields
-	f.version(w.V)
-	e := AdEvent{
-		V:           SchemaVersion,
-		ID:          f.id("id", w.ID, false),
-		Type:        f.oneOf("type", w.Type, EventImpression, EventClick),
-		Campaign:    f.id("campaign", w.Campaign, true),
-		Advertiser:  f.id("advertiser", w.Advertiser, false),
-		PriceMicros: f.nonNegative("price_micros", w.PriceMicros),
-		TS:          f.time("ts", w.TS),
-	}
+	f.versionOK(t[0].int64())
+	var e AdEvent
+	e.V = SchemaVersion
+	s, ok := t[1].str()
+	e.ID = f.idOK("id", s, ok, false)
+	s, ok = t[2].str()
+	e.Type = f.oneOfOK("type", s, ok, eventTypes...)
+	s, ok = t[3].str()
+	e.Campaign = f.idOK("campaign", s, ok, true)
+	s, ok = t[4].str()
+	e.Advertiser = f.idOK("advertiser", s, ok, false)
+	n, ok := t[5].int64()
+	e.PriceMicros = f.nonNegativeOK("price_micros", n, ok)
+	s, ok = t[6].str()
+	e.TS = f.timeOK("ts", s, ok)
 	return e, f.result()
 }
 
-type spendEventWire struct {
-	V           *int    `json:"v"`
-	ID          *string `json:"id"`
-	Campaign    *string `json:"campaign"`
-	Advertiser  *string `json:"advertiser"`
-	SpendMicros *int64  `json:"spend_micros"`
-	Events      *int64  `json:"events"`
-	WindowStart *string `json:"window_start"`
-	WindowEnd   *string `json:"window_end"`
-	DueAt       *string `json:"due_at"`
-	EmittedAt   *string `json:"emitted_at"`
+var spendEventFields = []wireField{
+	{"v", kindInt}, {"id", kindString}, {"campaign", kindString}, {"advertiser", kindString},
+	{"spend_micros", kindInt}, {"events", kindInt}, {"window_start", kindString},
+	{"window_end", kindString}, {"due_at", kindString}, {"emitted_at", kindString},
 }
 
 // DecodeSpendEvent decodes and validates a SpendEvent, including that its id
 // is the deterministic id of its campaign and window.
 func DecodeSpendEvent(b []byte) (SpendEvent, error) {
-	var w spendEventWire
-	if err := decodeObject(b, &w); err != nil {
+	var t [10]token
+	if err := scanRecord(b, spendEventFields, t[:]); err != nil {
 		return SpendEvent{}, err
 	}
 	var f fields
-	f.version(w.V)
-	e := SpendEvent{
-		V:           SchemaVersion,
-		ID:          f.str("id", w.ID),
-		Campaign:    f.id("campaign", w.Campaign, true),
-		Advertiser:  f.id("advertiser", w.Advertiser, false),
-		SpendMicros: f.nonNegative("spend_micros", w.SpendMicros),
-		Events:      f.nonNegative("events", w.Events),
-		WindowStart: f.time("window_start", w.WindowStart),
-		WindowEnd:   f.time("window_end", w.WindowEnd),
-		DueAt:       f.optionalTime("due_at", w.DueAt),
-		EmittedAt:   f.time("emitted_at", w.EmittedAt),
-	}
+	f.versionOK(t[0].int64())
+	var e SpendEvent
+	e.V = SchemaVersion
+	s, ok := t[1].str()
+	e.ID = f.strOK("id", s, ok)
+	s, ok = t[2].str()
+	e.Campaign = f.idOK("campaign", s, ok, true)
+	s, ok = t[3].str()
+	e.Advertiser = f.idOK("advertiser", s, ok, false)
+	n, ok := t[4].int64()
+	e.SpendMicros = f.nonNegativeOK("spend_micros", n, ok)
+	n, ok = t[5].int64()
+	e.Events = f.nonNegativeOK("events", n, ok)
+	s, ok = t[6].str()
+	e.WindowStart = f.timeOK("window_start", s, ok)
+	s, ok = t[7].str()
+	e.WindowEnd = f.timeOK("window_end", s, ok)
+	s, ok = t[8].str()
+	e.DueAt = f.optionalTimeOK("due_at", s, ok)
+	s, ok = t[9].str()
+	e.EmittedAt = f.timeOK("emitted_at", s, ok)
 	if f.err == nil && !e.WindowEnd.After(e.WindowStart) {
 		f.fail(ReasonInvalidWindow, "window_end", "%s is not after window_start %s",
 			e.WindowEnd.Format(time.RFC3339Nano), e.WindowStart.Format(time.RFC3339Nano))
@@ -283,6 +287,3 @@ func DecodeHealthSample(b []byte) (HealthSample, error) {
 	return s, f.result()
 }
 
-// Encode marshals a record value. Every record type marshals to the same
-// bytes on every host: struct field order is fixed and times are UTC.
-func Encode(v any) ([]byte, error) { return json.Marshal(v) }

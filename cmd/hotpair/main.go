@@ -35,6 +35,7 @@ var commands = []command{
 	{"sandbox", "run the whole system in one process, inject faults, run failure scenarios", runSandbox},
 	{"fault", "inject, heal and list faults in a running sandbox", runFault},
 	{"zookeeper", "run a local Apache ZooKeeper server on a free loopback port (development)", runZookeeper},
+	{"bench", "measure a side's pipeline end to end against bare goka and raw franz-go ('bench pipeline')", runBench},
 	{"replay", "record, inspect, retime and play topic traffic; verify a candidate pipeline build", runReplay},
 	{"version", "print the build version", runVersion},
 }

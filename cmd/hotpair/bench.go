@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/hotpair/hotpair/pipeline/pipebench"
+)
+
+// benchSubcommands are the subcommands of "hotpair bench".
+var benchSubcommands = []command{
+	{"pipeline", "measure a side's pipeline end to end against bare goka and raw franz-go on an in-process cluster", runBenchPipeline},
+}
+
+func runBench(ctx context.Context, a *app, args []string) int {
+	if len(args) > 0 {
+		for _, c := range benchSubcommands {
+			if c.name == args[0] {
+				return c.run(ctx, a, args[1:])
+			}
+		}
+	}
+	w := a.stderr
+	help := len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")
+	if len(args) > 0 && !help {
+		fmt.Fprintf(w, "hotpair bench: unknown subcommand %q\n\n", args[0])
+	}
+	fmt.Fprintln(w, "usage: hotpair bench SUBCOMMAND [flags]\n\nsubcommands:")
+	for _, c := range benchSubcommands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'hotpair bench SUBCOMMAND -h' for its flags; docs/pipeline.md has the details.")
+	if help {
+		return 0
+	}
+	return 2
+}
+
+// runBenchPipeline is "hotpair bench pipeline": the measurement of
+// BenchmarkEndToEnd, outside the test framework.
+func runBenchPipeline(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "bench pipeline", "bench pipeline [--campaigns N] [--events N] [--partitions N] [--probes N] [--json]")
+	campaigns := fs.Int("campaigns", 10_000, "campaigns the ad events are spread over")
+	events := fs.Int("events", 200_000, "ad events in the backlog (at least --campaigns)")
+	partitions := fs.Int("partitions", 8, "partitions of every topic")
+	probes := fs.Int("probes", 100, "single ad events sent one at a time after the backlog, for the idle latencies")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the pipeline's backlog phase to this file")
+	traceFile := fs.String("trace", "", "write an execution trace of the pipeline's backlog phase to this file")
+	if code, done := parseNoArgs(a, fs, args); done {
+		return code
+	}
+	switch {
+	case *campaigns < 1:
+		return usageError(fs, a.stderr, "--campaigns must be at least 1")
+	case *events < *campaigns:
+		return usageError(fs, a.stderr, "--events must be at least --campaigns (%d)", *campaigns)
+	case *partitions < 1 || *partitions > 1000:
+		return usageError(fs, a.stderr, "--partitions must be between 1 and 1000")
+	case *probes < 1:
+		return usageError(fs, a.stderr, "--probes must be at least 1")
+	}
+	cfg := pipebench.Config{Campaigns: *campaigns, Events: *events, Partitions: int32(*partitions), Probes: *probes, Logger: a.logger}
+	for _, f := range []struct {
+		path string
+		w    *io.Writer
+	}{{*cpuProfile, &cfg.CPUProfile}, {*traceFile, &cfg.Trace}} {
+		if f.path == "" {
+			continue
+		}
+		file, err := os.Create(f.path)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "hotpair bench pipeline: %v\n", err)
+			return 1
+		}
+		defer file.Close()
+		*f.w = file
+	}
+	if !*asJSON {
+		fmt.Fprintf(a.stdout, "hotpair bench pipeline: %d ad events, %d campaigns, %d partitions, kfake in process\n",
+			*events, *campaigns, *partitions)
+	}
+	res, err := pipebench.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair bench pipeline: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		return writeJSON(a, res)
+	}
+	writeBenchText(a.stdout, res)
+	return 0
+}
+
+func writeBenchText(w io.Writer, r pipebench.Result) {
+	fmt.Fprintf(w, "%d windows emitted and applied; every campaign's lifetime spend is exact\n\n", r.Windows)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "throughput\tevents/s\tevents/CPU-s\tseconds\t")
+	for _, row := range []struct {
+		name string
+		r    pipebench.Rate
+	}{
+		{"raw franz-go consumer", r.Raw},
+		{"bare goka, count per key", r.Goka},
+		{"bare goka, hotpair's client", r.GokaHotpair},
+		{"pipeline: aggregator + budget", r.Pipeline},
+	} {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t\n", row.name, row.r.EventsPerSec, row.r.EventsPerCPUSec, row.r.Seconds)
+	}
+	fmt.Fprintf(tw, "pipeline / bare goka\t%.2f\t\t\t\n", r.Ratio)
+	tw.Flush()
+	fmt.Fprintln(w, "\n(CPU seconds include the in-process Kafka broker.)")
+
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency, ms\tunder load p50\tp99\tidle p50\tp99\t")
+	q := func(x pipebench.Quantiles) string {
+		if x.N == 0 {
+			return "-\t-"
+		}
+		return fmt.Sprintf("%.1f\t%.1f", x.P50Ms, x.P99Ms)
+	}
+	for _, row := range []struct {
+		name       string
+		load, idle pipebench.Quantiles
+	}{
+		{"ingest hop: ad event → aggregator", r.Load.IngestHop, r.Idle.IngestHop},
+		{"spend hop: aggregator → budget", r.Load.SpendHop, r.Idle.SpendHop},
+		{"status hop: budget → reader", r.Load.StatusHop, r.Idle.StatusHop},
+		{"window close → budget status", r.Load.CloseToStatus, r.Idle.CloseToStatus},
+	} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", row.name, q(row.load), q(row.idle))
+	}
+	tw.Flush()
+}
