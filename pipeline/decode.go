@@ -286,4 +286,3 @@ func DecodeHealthSample(b []byte) (HealthSample, error) {
 	}
 	return s, f.result()
 }
-
