@@ -65,21 +65,28 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 		return
 	}
 	a.observeLag(recv.Sub(ev.TS))
-	if a.marks.observe(ctx.Partition(), ev.TS.UnixMilli(), recv.UnixMilli()) {
-		a.wakeNow() // panes of other campaigns closed: send their wake-ups now
+	p, tsMs := ctx.Partition(), ev.TS.UnixMilli()
+	if a.marks.observe(p, tsMs, recv.UnixMilli()) && recv.Sub(ev.TS) < a.p.opts.Window {
+		// Live, the partition's clock passed a window close: send the
+		// wake-ups of the panes due now rather than at the next tick. On a
+		// backlog the campaigns' own events close most panes sooner than
+		// wake-ups could, at no extra cost; the tick closes the rest.
+		a.wakeNow()
 	}
+	clock := a.marks.at(p, recv)
 
 	w, _ := ctx.Value().(*statestore.Windows)
 	if w == nil {
 		w = new(statestore.Windows)
 	}
 	o := a.p.opts
-	tsMs := ev.TS.UnixMilli()
-	switch w.Add(ctx.Offset(), tsMs, ev.Advertiser, ev.PriceMicros, o.Window.Milliseconds(), o.Lateness.Milliseconds()) {
+	in := statestore.Event{Offset: ctx.Offset(), TsMs: tsMs, Advertiser: ev.Advertiser, Micros: ev.PriceMicros, ClockMs: clock}
+	switch w.Add(in, o.Window.Milliseconds(), o.Lateness.Milliseconds()) {
 	case statestore.Duplicate:
 		a.m.duplicates.Inc()
 		return
 	case statestore.Late:
+		// Its window closed before it arrived: it is right as it arrives.
 		a.m.late.Inc()
 		start := time.UnixMilli(statestore.WindowStartMs(tsMs, w.SizeMs)).UTC()
 		a.emit(ctx, SpendEvent{
@@ -87,9 +94,9 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 			SpendMicros: ev.PriceMicros, Events: 1,
 			WindowStart: start, WindowEnd: start.Add(time.Duration(w.SizeMs) * time.Millisecond),
 			DueAt: ev.TS.UTC(),
-		}, recv, 0)
+		}, recv, recv.UnixMilli())
 	}
-	a.closeDue(ctx, w, recv, statestore.WindowStartMs(tsMs, w.SizeMs))
+	a.closeDue(ctx, w, clock, recv)
 	ctx.SetValue(w)
 }
 
@@ -100,29 +107,22 @@ func (a aggregator) onWake(ctx goka.Context, _ any) {
 	if w == nil {
 		return
 	}
-	if a.closeDue(ctx, w, time.Now(), noPane) > 0 {
+	now := time.Now()
+	if a.closeDue(ctx, w, a.marks.at(ctx.Partition(), now), now) > 0 {
 		ctx.SetValue(w)
 	}
 	// Nothing due (an event closed the panes first): the state and its wake
 	// time in the index are current; writing it again would only cost.
 }
 
-// noPane is an impossible pane start: windows start in 2000 or later.
-const noPane = -1
-
-// closeDue emits the windows of w that are closed on the partition's clock
-// and returns how many. ownStartMs is the pane the event received at now was
-// added to (noPane on a wake-up): due already, it closes when the event
-// arrived, not before.
-func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, now time.Time, ownStartMs int64) int {
-	panes := w.CloseDue(a.marks.at(ctx.Partition(), now))
+// closeDue emits the windows of w that are closed at clock, the partition's
+// clock at wall time now, and returns how many.
+func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, clock int64, now time.Time) int {
+	panes := w.CloseDue(clock)
 	for _, pane := range panes {
 		start := time.UnixMilli(pane.StartMs).UTC()
 		end := start.Add(time.Duration(w.SizeMs) * time.Millisecond)
 		closed := a.marks.closedAt(ctx.Partition(), pane.StartMs+w.SizeMs+w.LatenessMs, now.UnixMilli())
-		if pane.StartMs == ownStartMs {
-			closed = max(closed, now.UnixMilli())
-		}
 		a.emit(ctx, SpendEvent{
 			ID: SpendID(ctx.Key(), start), Campaign: ctx.Key(), Advertiser: pane.Advertiser,
 			SpendMicros: pane.Micros, Events: pane.Events,
@@ -132,19 +132,16 @@ func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, now time.T
 	return len(panes)
 }
 
-// emit writes a SpendEvent. closedMs, when not 0, is when its window closed
-// (unix ms), sent in the HeaderWindowClosedAt header for the services'
-// output latency.
+// emit writes a SpendEvent with the moment it could first have been right,
+// closedMs (unix ms: its window's close, or a late event's arrival), in the
+// HeaderWindowClosedAt header for the services' output latency.
 func (a aggregator) emit(ctx goka.Context, e SpendEvent, now time.Time, closedMs int64) {
 	e.V, e.EmittedAt = SchemaVersion, now.UTC()
 	b, err := Encode(e)
 	if err != nil {
 		ctx.Fail(err)
 	}
-	var opts []goka.ContextOption
-	if closedMs != 0 {
-		opts = append(opts, goka.WithCtxEmitHeaders(goka.Headers{HeaderWindowClosedAt: strconv.AppendInt(nil, closedMs, 10)}))
-	}
-	ctx.Emit(goka.Stream(a.p.topics.Spend), e.Campaign, b, opts...)
+	h := goka.WithCtxEmitHeaders(goka.Headers{HeaderWindowClosedAt: strconv.AppendInt(nil, closedMs, 10)})
+	ctx.Emit(goka.Stream(a.p.topics.Spend), e.Campaign, b, h)
 	a.m.outputs.Inc()
 }

@@ -104,9 +104,10 @@ func (t Topics) All() []string {
 	return []string{t.AdEvents, t.Spend, t.Budgets, t.BudgetStatus, t.Pacing, t.BidMultipliers, t.Health, t.DLQ}
 }
 
-// HeaderWindowClosedAt is the header of a regular SpendEvent that carries
-// when its window closed on the aggregator's partition clock (unix
-// milliseconds): the services measure their output latency from it
+// HeaderWindowClosedAt is the header of every SpendEvent that carries the
+// moment it could first have been right (unix milliseconds): its window's
+// close on the aggregator's partition clock, or a late event's arrival. The
+// services measure their output latency from it
 // (hotpair_window_output_latency_seconds). Values stay byte-identical on
 // both sides; headers may differ.
 const HeaderWindowClosedAt = "hotpair-window-closed-at"

@@ -126,6 +126,29 @@ func TestAggregatorWindows(t *testing.T) {
 	})
 }
 
+// TestLateIsDecidedByTheClock: whether an event is late depends only on the
+// partition's clock when it arrives, not on whether a wake-up has emitted
+// its window yet, so a side that closes windows later (slower wake-ups, a
+// backlog) emits the same windows as one that keeps up.
+func TestLateIsDecidedByTheClock(t *testing.T) {
+	tt, st := testStage(t, StageAggregator)
+	spend := tt.NewQueueTracker("spend")
+	w0 := time.Now().Add(-time.Hour).Truncate(10 * time.Second)
+	tt.Consume("ad-events", "c7", adEvent(t, "a", "c7", 100, w0.Add(time.Second)))
+	// Another campaign moves the partition's clock past w0's close; no
+	// wake-up has reached c7 yet, so its pane is still open...
+	tt.Consume("ad-events", "c8", adEvent(t, "b", "c8", 1, w0.Add(20*time.Second)))
+	drainSpend(t, spend)
+	// ...and an event of w0 arriving now is late all the same.
+	tt.Consume("ad-events", "c7", adEvent(t, "c", "c7", 40, w0.Add(2*time.Second)))
+	tt.Consume(st.loopTopic(), "c7", []byte("wake"))
+	got := drainSpend(t, spend)
+	if len(got) != 2 || got[0].ID != LateSpendID("c7", w0, "c") || got[0].SpendMicros != 40 ||
+		got[1].ID != SpendID("c7", w0) || got[1].SpendMicros != 100 {
+		t.Fatalf("want the late event on its own, then the window with the first event only: %+v", got)
+	}
+}
+
 func decodeStatuses(t *testing.T, q *tester.QueueTracker) []BudgetStatus {
 	t.Helper()
 	var out []BudgetStatus

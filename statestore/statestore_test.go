@@ -205,13 +205,16 @@ func TestLedgerCountsEachSpendOnce(t *testing.T) {
 
 func TestWindowsAdd(t *testing.T) {
 	var w Windows
-	if r := w.Add(0, 12_345, "a", 5, 10_000, 5_000); r != Added {
+	add := func(offset, tsMs, micros, clockMs int64) AddResult {
+		return w.Add(Event{Offset: offset, TsMs: tsMs, Advertiser: "a", Micros: micros, ClockMs: clockMs}, 10_000, 5_000)
+	}
+	if r := add(0, 12_345, 5, 12_345); r != Added {
 		t.Fatal(r)
 	}
-	if r := w.Add(1, 3_000, "a", 7, 10_000, 5_000); r != Added { // an older window, not yet emitted
+	if r := add(1, 3_000, 7, 12_345); r != Added { // an older window, open on the clock
 		t.Fatal(r)
 	}
-	if r := w.Add(1, 12_000, "a", 7, 10_000, 5_000); r != Duplicate { // same offset again
+	if r := add(1, 12_000, 7, 12_345); r != Duplicate { // same offset again
 		t.Fatal(r)
 	}
 	if w.Panes[0].StartMs != 0 || w.Panes[1].StartMs != 10_000 {
@@ -223,8 +226,13 @@ func TestWindowsAdd(t *testing.T) {
 	if got := w.CloseDue(15_000); len(got) != 1 || got[0].Micros != 7 {
 		t.Fatalf("close at 15s: %+v", got)
 	}
-	if r := w.Add(2, 9_999, "a", 1, 10_000, 5_000); r != Late {
+	if r := add(2, 9_999, 1, 15_000); r != Late {
 		t.Fatalf("event of an emitted window: %v", r)
+	}
+	// A window the clock has passed is closed, emitted or not: its late
+	// events are late whenever the pane is emitted, so both sides agree.
+	if r := add(3, 10_001, 1, 25_000); r != Late || len(w.Panes) != 1 || w.Panes[0].Micros != 5 {
+		t.Fatalf("event of a window closed on the clock but not emitted: %v, panes %+v", r, w.Panes)
 	}
 	if got := w.CloseDue(25_000); len(got) != 1 || got[0].Micros != 5 || w.ClosedThroughMs != 20_000 {
 		t.Fatalf("close at 25s: %+v, closed through %d", got, w.ClosedThroughMs)

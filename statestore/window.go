@@ -72,19 +72,31 @@ func WindowStartMs(tsMs, sizeMs int64) int64 {
 	return s
 }
 
-// Add applies the ad event at offset of the ad-events partition: tsMs its
-// event time, micros its price. sizeMs and latenessMs are the window config,
+// Event is an ad event as the windows see it.
+type Event struct {
+	Offset     int64 // in the ad-events partition
+	TsMs       int64 // event time
+	Advertiser string
+	Micros     int64
+	// ClockMs is the partition's clock when the event arrived: an event
+	// whose window closed at or before it is late, whether or not its pane
+	// was emitted yet, so that when a pane is closed (a wake-up, a later
+	// event) never changes what it holds.
+	ClockMs int64
+}
+
+// Add applies an ad event. sizeMs and latenessMs are the window config,
 // taken when no pane is open.
-func (w *Windows) Add(offset, tsMs int64, advertiser string, micros int64, sizeMs, latenessMs int64) AddResult {
-	if offset < w.NextOffset {
+func (w *Windows) Add(e Event, sizeMs, latenessMs int64) AddResult {
+	if e.Offset < w.NextOffset {
 		return Duplicate
 	}
-	w.NextOffset = offset + 1
+	w.NextOffset = e.Offset + 1
 	if len(w.Panes) == 0 {
 		w.SizeMs, w.LatenessMs = sizeMs, latenessMs
 	}
-	start := WindowStartMs(tsMs, w.SizeMs)
-	if start+w.SizeMs <= w.ClosedThroughMs {
+	start := WindowStartMs(e.TsMs, w.SizeMs)
+	if end := start + w.SizeMs; end <= w.ClosedThroughMs || end+w.LatenessMs <= e.ClockMs {
 		w.Late++
 		return Late
 	}
@@ -95,9 +107,9 @@ func (w *Windows) Add(offset, tsMs int64, advertiser string, micros int64, sizeM
 	if i == len(w.Panes) || w.Panes[i].StartMs != start {
 		w.Panes = append(w.Panes, Pane{})
 		copy(w.Panes[i+1:], w.Panes[i:])
-		w.Panes[i] = Pane{StartMs: start, Advertiser: advertiser}
+		w.Panes[i] = Pane{StartMs: start, Advertiser: e.Advertiser}
 	}
-	w.Panes[i].Micros += micros
+	w.Panes[i].Micros += e.Micros
 	w.Panes[i].Events++
 	return Added
 }

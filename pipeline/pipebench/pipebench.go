@@ -86,6 +86,9 @@ type Result struct {
 	// Windows is how many SpendEvents the aggregator emitted for the
 	// backlog, each applied by the budget enforcer exactly once.
 	Windows int `json:"windows"`
+	// Wakeups is how many timer wake-ups the aggregator sent through its
+	// loop topic meanwhile, to close windows of campaigns without newer events.
+	Wakeups int `json:"wakeups"`
 	// Raw is one franz-go consumer reading the ad events; Goka a goka
 	// processor counting them per key with goka's own (sarama) producer;
 	// GokaHotpair the same processor with hotpair's Kafka client layer;

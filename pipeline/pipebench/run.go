@@ -74,6 +74,7 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 	}
 	res.Pipeline = rate(w.records(), wall, cpu)
 	res.Windows = int(m.get("hotpair_stage_outputs_total", pipeline.StageAggregator))
+	res.Wakeups = int(m.get("hotpair_stage_wakeups_total", pipeline.StageAggregator))
 	if late := m.get("hotpair_late_events_total", pipeline.StageAggregator); late > 0 {
 		return fmt.Errorf("%v ad events were late: the backlog's windows were not all closed on the partition clock", late)
 	}
