@@ -39,7 +39,7 @@ type aggregator struct {
 
 func newAggregator(p *Pipeline) *stage {
 	a := aggregator{stage: newStage(p, StageAggregator), marks: newWatermarks(p.opts.IdleClose, p.opts.Window, p.opts.Lateness)}
-	a.threshold = a.marks.at
+	a.threshold = a.marks.wakeThreshold
 	edges := append(a.edges(a.onWake),
 		goka.Input(goka.Stream(p.topics.AdEvents), new(codec.Bytes), a.onAdEvent),
 		goka.Output(goka.Stream(p.topics.Spend), new(codec.Bytes)),

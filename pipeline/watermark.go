@@ -20,6 +20,9 @@ type watermarks struct {
 
 type watermark struct {
 	maxTsMs, lastRecvMs int64
+	// lastWakeMs is when the wake-ups of this partition were last sent
+	// while it was behind (see wakeThreshold).
+	lastWakeMs int64
 	// sinceMs is when this instance began to track the partition.
 	sinceMs int64
 	// crossed holds the wall time at which the newest event time passed each
@@ -84,6 +87,33 @@ func (w *watermarks) at(p int32, now time.Time) int64 {
 		return nowMs
 	}
 	return min(m.maxTsMs, nowMs)
+}
+
+// backlogWakeInterval is how often the wake-ups of a partition that is
+// behind are sent (see wakeThreshold).
+const backlogWakeInterval = time.Second
+
+// wakeThreshold is the clock the wake-ups of a partition are due by at wall
+// time now. A partition that is behind (its clock more than a window behind
+// the wall clock: a backlog, catching up) sends them at most every
+// backlogWakeInterval: its campaigns' own events close most due panes
+// sooner and at no extra cost, while every wake-up is a record through the
+// loop topic and a state write. When a pane is emitted never changes what
+// it holds (lateness is decided by the clock at arrival).
+func (w *watermarks) wakeThreshold(p int32, now time.Time) int64 {
+	clock := w.at(p, now)
+	nowMs := now.UnixMilli()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.mark(p, nowMs)
+	if nowMs-clock <= w.windowMs {
+		return clock
+	}
+	if nowMs-m.lastWakeMs < backlogWakeInterval.Milliseconds() {
+		return 0 // nothing is due before 1970
+	}
+	m.lastWakeMs = nowMs
+	return clock
 }
 
 // closedAt returns the wall time (unix ms) at which the partition's clock

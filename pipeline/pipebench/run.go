@@ -3,6 +3,7 @@ package pipebench
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,19 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 		return err
 	}
 	wall, cpu := time.Now(), cpuTime()
+	if os.Getenv("PIPEBENCH_DEBUG") != "" {
+		go func() {
+			lastCPU, lastT := cpuTime(), time.Now()
+			for ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+				c, t := cpuTime(), time.Now()
+				fmt.Fprintf(os.Stderr, "%6.2fs cores %.2f agg %6.0f out %6.0f budget %6.0f wakes %6.0f pend %6.0f\n", t.Sub(wall).Seconds(), (c-lastCPU).Seconds()/t.Sub(lastT).Seconds(),
+					m.get("hotpair_stage_events_total", pipeline.StageAggregator), m.get("hotpair_stage_outputs_total", pipeline.StageAggregator),
+					m.get("hotpair_stage_events_total", pipeline.StageBudget), m.get("hotpair_stage_wakeups_total", pipeline.StageAggregator), m.get("hotpair_stage_pending_wakeups", pipeline.StageAggregator))
+				lastCPU, lastT = c, t
+			}
+		}()
+	}
 	// The backlog is through when every ad event is consumed and every
 	// window of it emitted and applied by the budget enforcer.
 	err = m.await(ctx, func() bool {
