@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/yamlconf"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/statestore"
@@ -24,6 +25,7 @@ type Config struct {
 	Topics      TopicConfig       `yaml:"topics"`
 	Stages      []string          `yaml:"stages"`
 	Storage     statestore.Config `yaml:"storage"`
+	Group       GroupConfig       `yaml:"group"`
 	Aggregator  AggregatorConfig  `yaml:"aggregator"`
 	Pacer       PacerConfig       `yaml:"pacer"`
 	Bidder      BidderConfig      `yaml:"bidder"`
@@ -48,6 +50,16 @@ type TopicConfig struct {
 	Partitions  int32 `yaml:"partitions"`
 	Replication int16 `yaml:"replication"`
 	Create      bool  `yaml:"create"`
+}
+
+// GroupConfig is how the instances of a stage share its partitions (one
+// Kafka consumer group per stage).
+type GroupConfig struct {
+	// SessionTimeout: a crashed instance's partitions move to the others
+	// about this long after it stopped.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// HotStandby keeps every partition's state current in every instance.
+	HotStandby bool `yaml:"hot_standby"`
 }
 
 // AggregatorConfig is the window configuration.
@@ -75,6 +87,7 @@ func DefaultConfig() Config {
 		Topics:     TopicConfig{Partitions: 8, Replication: 3, Create: true},
 		Stages:     Stages(),
 		Storage:    statestore.Config{Backend: statestore.BackendLevelDB, Dir: "hotpair-state"},
+		Group:      GroupConfig{SessionTimeout: kafka.DefaultSessionTimeout, HotStandby: true},
 		Aggregator: AggregatorConfig{Window: 10 * time.Second, Lateness: 5 * time.Second, MaxFuture: time.Hour, IdleClose: 10 * time.Second},
 		Pacer:      DefaultPacerConfig(),
 		Bidder:     DefaultBidderConfig(),
@@ -135,6 +148,9 @@ func (c Config) Validate() error {
 	if c.Aggregator.Lateness < 0 {
 		bad("aggregator.lateness must not be negative, got %s", c.Aggregator.Lateness)
 	}
+	if c.Group.SessionTimeout < 100*time.Millisecond || c.Group.SessionTimeout > 5*time.Minute {
+		bad("group.session_timeout must be between 100ms and 5m, got %s (brokers allow 6s to 5m by default)", c.Group.SessionTimeout)
+	}
 	for i, b := range c.Brokers {
 		if _, _, err := net.SplitHostPort(b); err != nil {
 			bad("brokers[%d]: %q is not host:port", i, b)
@@ -173,8 +189,9 @@ func (c Config) Options() Options {
 		Brokers: c.Brokers, Side: c.Side, Role: c.Role, Instance: c.Instance, Build: c.Build,
 		Stages: c.Stages, TopicPrefix: c.TopicPrefix,
 		Partitions: c.Topics.Partitions, Replication: c.Topics.Replication, CreateTopics: c.Topics.Create,
-		Storage: c.Storage,
-		Window:  c.Aggregator.Window, Lateness: c.Aggregator.Lateness, MaxFuture: c.Aggregator.MaxFuture, IdleClose: c.Aggregator.IdleClose,
+		Storage:        c.Storage,
+		SessionTimeout: c.Group.SessionTimeout, HotStandby: c.Group.HotStandby,
+		Window: c.Aggregator.Window, Lateness: c.Aggregator.Lateness, MaxFuture: c.Aggregator.MaxFuture, IdleClose: c.Aggregator.IdleClose,
 		SampleInterval: c.Health.SampleInterval,
 		Pacer:          c.Pacer, Bidder: c.Bidder,
 		Registry: c.registry(),

@@ -25,6 +25,8 @@ func TestLoadConfigEveryKey(t *testing.T) {
 		t.Fatalf("topics: %+v", o)
 	case strings.Join(o.Stages, ",") != "budget,pacer" || o.Storage.Dir != "/var/lib/hotpair":
 		t.Fatalf("stages/storage: %+v", o)
+	case o.SessionTimeout != 10*time.Second || o.HotStandby:
+		t.Fatalf("group: %+v", o)
 	case o.Window != 20*time.Second || o.Lateness != 10*time.Second || o.MaxFuture != 30*time.Minute || o.IdleClose != 30*time.Second:
 		t.Fatalf("aggregator: %+v", o)
 	case o.Pacer.MinRate != 0.02 || o.Bidder.MaxMultiplier != 1.5 || o.SampleInterval != 5*time.Second:

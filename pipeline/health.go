@@ -37,8 +37,9 @@ func (s *sampler) lagged(lag time.Duration) {
 	s.mu.Unlock()
 }
 
-// assigned records a new partition assignment of the stage's input topic.
-func (s *sampler) assigned(a goka.Assignment) {
+// assigned records a new partition assignment of the stage's input topic
+// and returns its partitions, sorted.
+func (s *sampler) assigned(a goka.Assignment) []int32 {
 	ps := make([]int32, 0, len(a))
 	for p := range a {
 		ps = append(ps, p)
@@ -47,6 +48,7 @@ func (s *sampler) assigned(a goka.Assignment) {
 	s.mu.Lock()
 	s.partitions = ps
 	s.mu.Unlock()
+	return slices.Clone(ps)
 }
 
 // take returns the sample of the interval ending at now and starts the next.

@@ -46,6 +46,16 @@ type Options struct {
 	// Storage chooses the goka storage backend.
 	Storage statestore.Config
 
+	// SessionTimeout of the stages' consumer groups: a crashed instance's
+	// partitions move to the other instances about this long after it
+	// stopped (default 6s, Kafka's default minimum).
+	SessionTimeout time.Duration
+	// HotStandby keeps every partition's state current in every instance
+	// (goka's hot standby and recover-ahead), so that an instance takes
+	// over a crashed one's partitions without replaying their changelogs.
+	// Each instance then holds the whole state and reads every changelog.
+	HotStandby bool
+
 	// Window is the aggregation window (default 10s); Lateness how long
 	// after its end a window waits for late events (default 5s); MaxFuture
 	// how far ahead of the clock an event's ts may be (default 1h);
@@ -98,6 +108,7 @@ func (o *Options) applyDefaults() {
 	setDefault(&o.IdleClose, o.Window)
 	setDefault(&o.SampleInterval, 10*time.Second)
 	setDefault(&o.WakeInterval, 250*time.Millisecond)
+	setDefault(&o.SessionTimeout, kafka.DefaultSessionTimeout)
 	if o.Pacer == (PacerConfig{}) {
 		o.Pacer = DefaultPacerConfig()
 	}
@@ -170,9 +181,10 @@ func New(opts Options) (*Pipeline, error) {
 		log:     opts.Logger.With("side", opts.Side, "role", opts.Role),
 		metrics: newMetrics(opts.Registerer),
 		builders: kafka.Builders{
-			ClientID:    "hotpair-" + opts.Side + "-" + opts.Instance,
-			Replication: int(opts.Replication),
-			Partitions:  int(opts.Partitions),
+			ClientID:       "hotpair-" + opts.Side + "-" + opts.Instance,
+			Replication:    int(opts.Replication),
+			Partitions:     int(opts.Partitions),
+			SessionTimeout: opts.SessionTimeout,
 		},
 	}
 	for _, name := range Stages() { // topological order, whatever the config's order

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
+	"github.com/lovoo/goka/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -42,6 +43,10 @@ type stage struct {
 	cancel context.CancelFunc // of the running processor; nil between runs
 	proc   *goka.Processor
 	kicked bool // the running processor was stopped by Restart, not by a failure
+	// stores builds the processor's storage; it outlives processor rebuilds
+	// (a memory store keeps its state, as a leveldb directory does) but not
+	// a restart, which recovers as after a crash.
+	stores storage.Builder
 }
 
 // stageMetrics are the pipeline metrics with this stage's labels.
@@ -72,6 +77,7 @@ func newStage(p *Pipeline, name string) *stage {
 		},
 	}
 	st.threshold = func(_ int32, now time.Time) int64 { return now.UnixMilli() }
+	st.wake.Assign(nil) // until the group assigns partitions
 	st.gate.init()
 	return st
 }
@@ -96,6 +102,7 @@ func (st *stage) run(ctx context.Context) {
 		started := time.Now()
 		err := st.runOnce(ctx)
 		st.sampler.assigned(nil)
+		st.wake.Assign(nil)
 		st.m.partitions.Set(0)
 		st.mu.Lock()
 		kicked := st.kicked
@@ -125,7 +132,7 @@ func (st *stage) run(ctx context.Context) {
 
 func (st *stage) runOnce(ctx context.Context) error {
 	o := st.p.opts
-	sb, err := o.Storage.Builder(o.Side, st.name, st.tableTopic(), st.wake)
+	sb, err := st.storeBuilder()
 	if err != nil {
 		return err
 	}
@@ -134,10 +141,15 @@ func (st *stage) runOnce(ctx context.Context) error {
 		goka.WithNilHandling(goka.NilProcess),
 		goka.WithLogger(gokaLogger{st.p.log.With("service", st.name)}),
 		goka.WithRebalanceCallback(func(a goka.Assignment) {
-			st.sampler.assigned(a)
+			parts := st.sampler.assigned(a)
+			st.wake.Assign(parts)
 			st.m.partitions.Set(float64(len(a)))
+			st.p.log.Info("partitions assigned", "service", st.name, "partitions", parts)
 		}),
 	)
+	if o.HotStandby {
+		opts = append(opts, goka.WithHotStandby(), goka.WithRecoverAhead())
+	}
 	proc, err := goka.NewProcessor(o.Brokers, st.graph, opts...)
 	if err != nil {
 		return err
@@ -157,6 +169,20 @@ func (st *stage) runOnce(ctx context.Context) error {
 	return err
 }
 
+func (st *stage) storeBuilder() (storage.Builder, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.stores == nil {
+		o := st.p.opts
+		sb, err := o.Storage.Builder(o.Side, st.name, st.tableTopic(), st.wake)
+		if err != nil {
+			return nil, err
+		}
+		st.stores = sb
+	}
+	return st.stores, nil
+}
+
 // restart stops the running processor; the supervisor rebuilds it at once,
 // recovering its state as after a crash.
 func (st *stage) restart() bool {
@@ -166,6 +192,7 @@ func (st *stage) restart() bool {
 		return false
 	}
 	st.kicked = true
+	st.stores = nil
 	st.cancel()
 	return true
 }

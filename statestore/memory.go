@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/lovoo/goka/storage"
@@ -13,6 +14,9 @@ import (
 // storage, which re-sorts every key on each new key (O(n log n) per insert,
 // about 1.7k inserts/s at 1M keys), Set is O(1); keys are sorted only when an
 // iterator is asked for, which the services never do on their hot path.
+//
+// Close keeps the data: a store opened again (by the same builder, see
+// memoryPool) carries on from its offset, as a leveldb directory does.
 type memory struct {
 	mu     sync.RWMutex
 	data   map[string][]byte
@@ -26,13 +30,41 @@ func NewMemory() storage.Storage { return &memory{data: make(map[string][]byte)}
 
 var errClosed = errors.New("statestore: storage is closed")
 
-func (m *memory) Open() error { return nil }
+func (m *memory) Open() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = false
+	return nil
+}
 
 func (m *memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.data, m.closed = nil, true
+	m.closed = true
 	return nil
+}
+
+// memoryPool hands out one memory store per topic and partition for as long
+// as it lives. goka opens a partition's store when a group session assigns
+// the partition to the instance and closes it when the session ends, at
+// every rebalance: reusing the store, goka recovers only what was written to
+// the changelog since (by this instance or another), not the whole state.
+// It is what lets a hot standby keep memory state current across sessions.
+type memoryPool struct {
+	mu     sync.Mutex
+	stores map[string]*memory
+}
+
+func (p *memoryPool) build(topic string, partition int32) (storage.Storage, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := topic + "/" + strconv.Itoa(int(partition))
+	m := p.stores[k]
+	if m == nil {
+		m = NewMemory().(*memory)
+		p.stores[k] = m
+	}
+	return m, nil
 }
 
 func (m *memory) Has(key string) (bool, error) {

@@ -104,6 +104,51 @@ func TestWakeups(t *testing.T) {
 	if got := w.Due(now, func(int32) int64 { return 1 << 62 }, time.Hour, 1); len(got) != 1 {
 		t.Fatalf("limit 1 returned %d keys", len(got))
 	}
+
+	// A partition not assigned to the instance (a hot standby's) is indexed
+	// but sends no wake-ups.
+	w = NewWakeups()
+	w.Set(0, "a", 1)
+	w.Set(2, "g", 1)
+	w.Assign([]int32{0})
+	all := func(int32) int64 { return 5 }
+	if got := w.Due(now, all, time.Hour, 100); !slices.Equal(got, []string{"a"}) || w.Len() != 1 {
+		t.Fatalf("with partition 0 assigned: woke %v (len %d), want [a]", got, w.Len())
+	}
+	w.Assign([]int32{0, 2})
+	if got := w.Due(now, all, time.Hour, 100); !slices.Equal(got, []string{"g"}) {
+		t.Fatalf("with partition 2 assigned too: woke %v, want [g]", got)
+	}
+}
+
+// A memory builder hands out the same store for a partition each time: a
+// store closed at the end of a group session and opened at the next keeps its
+// data and offset.
+func TestMemoryStoreOutlivesSessions(t *testing.T) {
+	b, err := Config{Backend: BackendMemory}.Builder("primary", "budget", "t-table", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := b("t-table", 3)
+	_ = s.Open()
+	_ = s.Set("k", []byte("v"))
+	_ = s.SetOffset(41)
+	_ = s.Close()
+	again, _ := b("t-table", 3)
+	_ = again.Open()
+	if v, _ := again.Get("k"); string(v) != "v" {
+		t.Fatalf("reopened store lost its data: %q", v)
+	}
+	if off, _ := again.GetOffset(-2); off != 41 {
+		t.Fatalf("reopened store offset %d, want 41", off)
+	}
+	if other, _ := b("t-table", 4); other == again {
+		t.Fatal("two partitions share a store")
+	}
+	fresh, _ := Config{Backend: BackendMemory}.Builder("primary", "budget", "t-table", nil)
+	if s, _ := fresh("t-table", 3); s == again {
+		t.Fatal("a new builder reuses the old one's stores")
+	}
 }
 
 func TestIndexedStorageFeedsWakeups(t *testing.T) {

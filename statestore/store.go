@@ -49,14 +49,17 @@ func (c Config) Validate() error {
 }
 
 // Builder returns the goka storage builder of one stage of one side. When
-// wake is not nil, writes to the group table are indexed in it.
+// wake is not nil, writes to the group table are indexed in it. A memory
+// builder keeps each partition's store for as long as it is used (see
+// memoryPool): build a new one to start from the changelog alone.
 func (c Config) Builder(side, stage, groupTable string, wake *Wakeups) (storage.Builder, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	var base storage.Builder
 	if c.Backend == BackendMemory {
-		base = func(string, int32) (storage.Storage, error) { return NewMemory(), nil }
+		pool := &memoryPool{stores: make(map[string]*memory)}
+		base = pool.build
 	} else {
 		dir := filepath.Join(c.Dir, side, stage)
 		if err := os.MkdirAll(dir, 0o755); err != nil {

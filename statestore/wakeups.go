@@ -20,13 +20,28 @@ import (
 // That is a timer, not a feedback loop: a wake-up fires only once its time
 // has passed, and the action always moves the key's wake time forward or
 // clears it. Nothing here writes to the store.
+//
+// Only the partitions assigned to the instance have their wake-ups sent (see
+// Assign): with a hot standby, the stores of the other partitions are kept
+// current, and indexed, too.
 type Wakeups struct {
-	mu    sync.Mutex
-	parts map[int32]*wakeHeap
+	mu       sync.Mutex
+	parts    map[int32]*wakeHeap
+	assigned map[int32]bool // nil: every partition
 }
 
 // NewWakeups returns an empty index.
 func NewWakeups() *Wakeups { return &Wakeups{parts: make(map[int32]*wakeHeap)} }
+
+// Assign limits Due to the given partitions, the instance's current assignment.
+func (w *Wakeups) Assign(partitions []int32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.assigned = make(map[int32]bool, len(partitions))
+	for _, p := range partitions {
+		w.assigned[p] = true
+	}
+}
 
 // Set records that key on partition wants a wake-up at atMs (0 = none).
 func (w *Wakeups) Set(partition int32, key string, atMs int64) {
@@ -61,6 +76,9 @@ func (w *Wakeups) Due(now time.Time, threshold func(partition int32) int64, retr
 	nowMs := now.UnixMilli()
 	var keys []string
 	for p, h := range w.parts {
+		if w.assigned != nil && !w.assigned[p] {
+			continue
+		}
 		th := threshold(p)
 		for len(keys) < limit {
 			k, ok := h.popDue(th)
@@ -74,13 +92,15 @@ func (w *Wakeups) Due(now time.Time, threshold func(partition int32) int64, retr
 	return keys
 }
 
-// Len is the number of keys with a pending wake-up.
+// Len is the number of keys of the assigned partitions with a pending wake-up.
 func (w *Wakeups) Len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0
-	for _, h := range w.parts {
-		n += len(h.at)
+	for p, h := range w.parts {
+		if w.assigned == nil || w.assigned[p] {
+			n += len(h.at)
+		}
 	}
 	return n
 }

@@ -22,8 +22,9 @@ import (
 // SaramaConfig returns a new sarama config for goka against brokers of
 // Kafka 2.8 or later (kfake included): oldest offsets for new groups (goka's
 // default, newest, skips what was written before a group first joined), 1 ms
-// producer flushes (goka's 100 ms adds 100 ms to every hop), and a metrics
-// registry of its own.
+// producer flushes (goka's 100 ms adds 100 ms to every hop), the default
+// session timeout with heartbeats at a third of it, and a metrics registry
+// of its own.
 func SaramaConfig(clientID string) *sarama.Config {
 	c := goka.DefaultConfig()
 	c.ClientID = clientID
@@ -34,7 +35,13 @@ func SaramaConfig(clientID string) *sarama.Config {
 	c.Producer.RequiredAcks = sarama.WaitForAll
 	c.Metadata.Retry.Backoff = 250 * time.Millisecond
 	c.Net.DialTimeout = 5 * time.Second
+	setSessionTimeout(c, DefaultSessionTimeout)
 	return c
+}
+
+func setSessionTimeout(c *sarama.Config, d time.Duration) {
+	c.Consumer.Group.Session.Timeout = d
+	c.Consumer.Group.Heartbeat.Interval = d / 3
 }
 
 // Builders holds goka builders that each create a new sarama config per
@@ -43,17 +50,32 @@ type Builders struct {
 	ClientID    string
 	Replication int // replication factor of topics goka creates (1 on kfake)
 	Partitions  int // partitions of topics goka creates
+	// SessionTimeout of the processors' consumer groups (default
+	// DefaultSessionTimeout).
+	SessionTimeout time.Duration
 }
 
-func (b Builders) cfg() *sarama.Config { return SaramaConfig(b.ClientID) }
+func (b Builders) cfg() *sarama.Config {
+	c := SaramaConfig(b.ClientID)
+	if b.SessionTimeout > 0 {
+		setSessionTimeout(c, b.SessionTimeout)
+	}
+	return c
+}
 
-// ProcessorOptions returns the goka options that give a processor its own configs.
+// ProcessorOptions returns the goka options that give a processor its own
+// configs, hotpair's producer, and a consumer group that rejoins at once
+// after a rebalance.
 func (b Builders) ProcessorOptions() []goka.ProcessorOption {
 	return []goka.ProcessorOption{
 		goka.WithClientID(b.ClientID),
 		goka.WithProducerBuilder(NewGokaProducer),
 		goka.WithConsumerGroupBuilder(func(brokers []string, group, clientID string) (sarama.ConsumerGroup, error) {
-			return goka.ConsumerGroupBuilderWithConfig(b.cfg())(brokers, group, clientID)
+			g, err := goka.ConsumerGroupBuilderWithConfig(b.cfg())(brokers, group, clientID)
+			if err != nil {
+				return nil, err
+			}
+			return resumingGroup{g}, nil
 		}),
 		goka.WithConsumerSaramaBuilder(func(brokers []string, clientID string) (sarama.Consumer, error) {
 			return goka.SaramaConsumerBuilderWithConfig(b.cfg())(brokers, clientID)
