@@ -110,3 +110,82 @@ func BenchmarkRecovery(b *testing.B) {
 		b.ReportMetric(took.Seconds()/raw.Seconds(), "ratio")
 	}
 }
+
+// BenchmarkTakeover measures how long a budget enforcer takes to take over
+// the partitions of another instance that stopped, holding 100k campaigns
+// of state: from the group's new assignment (the rebalance) to the
+// partitions' state recovered and the stage processing again, with goka's
+// hot standby (every instance keeps every partition current) and without it
+// (the changelog of the partitions is replayed). Memory storage; the
+// leaving instance stops cleanly, so the rebalance starts at once (a crash
+// waits for the session timeout first: see the scale-out test).
+func BenchmarkTakeover(b *testing.B) {
+	for _, hot := range []bool{true, false} {
+		b.Run(fmt.Sprintf("hot_standby=%v", hot), func(b *testing.B) {
+			for range b.N {
+				rebalance, takeover := takeover(b, hot)
+				b.ReportMetric(rebalance.Seconds(), "rebalance-s")
+				b.ReportMetric(takeover.Seconds(), "takeover-s")
+			}
+		})
+	}
+}
+
+func takeover(b *testing.B, hot bool) (rebalance, takeover time.Duration) {
+	const campaigns = 200_000 // 100k on each instance's two partitions
+	brokers := kafkatest.Cluster(b).ListenAddrs()
+	start := func(instance string) (*pipeline.Pipeline, prometheus.Gatherer, context.CancelFunc, chan error) {
+		reg := prometheus.NewRegistry()
+		p, err := pipeline.New(pipeline.Options{Brokers: brokers, Side: pipeline.SidePrimary, Instance: instance,
+			Stages: []string{pipeline.StageBudget}, Partitions: 4, Replication: 1, CreateTopics: true,
+			Storage: statestore.Config{Backend: statestore.BackendMemory}, HotStandby: hot, Registerer: reg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		return p, reg, cancel, done
+	}
+	partitions := func(g prometheus.Gatherer) float64 {
+		v, _ := metricvalue.Get(g, "hotpair_stage_partitions", "service", pipeline.StageBudget)
+		return v
+	}
+	outputs := func(g prometheus.Gatherer) float64 {
+		v, _ := metricvalue.Get(g, "hotpair_stage_outputs_total", "service", pipeline.StageBudget)
+		return v
+	}
+	waitFor := func(what string, cond func() bool) {
+		deadline := time.Now().Add(5 * time.Minute)
+		for !cond() {
+			if time.Now().After(deadline) {
+				b.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	_, regA, stopA, doneA := start("a")
+	pB, regB, stopB, doneB := start("b")
+	defer func() { stopB(); <-doneB }()
+	waitFor("both instances assigned", func() bool { return partitions(regA) == 2 && partitions(regB) == 2 })
+	cl := kafkatest.Client(b, brokers, kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
+	for i := range campaigns {
+		c := fmt.Sprintf("camp-%06d", i)
+		v := fmt.Sprintf(`{"v":1,"campaign":%q,"advertiser":"adv","daily_micros":1000000,"lifetime_micros":0,"timezone":"UTC"}`, c)
+		cl.Produce(context.Background(), &kgo.Record{Topic: "budgets", Key: []byte(c), Value: []byte(v)}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	waitFor("the state of every campaign", func() bool { return outputs(regA)+outputs(regB) >= campaigns })
+	if hot {
+		time.Sleep(time.Second) // the standby catches up on the last changelog writes
+	}
+	stopped := time.Now()
+	stopA()
+	<-doneA
+	waitFor("the takeover's assignment", func() bool { return partitions(regB) == 4 })
+	assigned := time.Now()
+	waitFor("the taken-over state recovered", pB.Ready)
+	return assigned.Sub(stopped), time.Since(assigned)
+}
