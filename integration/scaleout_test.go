@@ -165,11 +165,11 @@ func registered(t *testing.T, addr, root string) int {
 // coverage reads the health samples of the cluster: each instance's latest
 // assigned partitions per stage, and the monitor's aggregation of them.
 type coverage struct {
-	mu      sync.Mutex
-	latest  map[string]map[string]pipeline.HealthSample // stage -> instance -> newest sample
-	at      map[string]map[string]time.Time             // when it arrived
-	agg     *core.Aggregator
-	gone    map[string]bool
+	mu     sync.Mutex
+	latest map[string]map[string]pipeline.HealthSample // stage -> instance -> newest sample
+	at     map[string]map[string]time.Time             // when it arrived
+	agg    *core.Aggregator
+	gone   map[string]bool
 	// after forget: the partitions to cover, and the arrival of the first
 	// sample with which the remaining instances covered them in every stage
 	total   int32
