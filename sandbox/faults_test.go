@@ -20,7 +20,7 @@ func TestFlapThatCannotPauseIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &Sandbox{opts: Options{Timing: ScenarioTiming()}, log: slog.New(slog.DiscardHandler),
-		pipes: map[string]*pipeRun{pipeline.SidePrimary: {p: p}}}
+		pipes: map[string]*pipeRun{pipeline.SidePrimary: {ps: sidePipes{p}}}}
 	s.faults = newFaults(s)
 	_, err = s.Inject(FaultSpec{Kind: FaultFlap, Service: pipeline.StageBudget, Side: pipeline.SidePrimary})
 	if !errors.Is(err, pipeline.ErrNoSuchStage) {

@@ -92,6 +92,9 @@ type Options struct {
 	Day       time.Duration
 	// Partitions of every topic (default 4).
 	Partitions int32
+	// Instances runs each side's pipeline as this many instances, which
+	// share its partitions as separate processes would (default 1).
+	Instances int
 	// IngestBuffer is how many records each side's ingest buffers while
 	// its link or cluster is down (default 100000).
 	IngestBuffer int
@@ -129,6 +132,9 @@ func (o *Options) applyDefaults() {
 	}
 	if o.Partitions == 0 {
 		o.Partitions = 4
+	}
+	if o.Instances == 0 {
+		o.Instances = 1
 	}
 	if o.IngestBuffer == 0 {
 		o.IngestBuffer = 100_000
@@ -357,11 +363,11 @@ func (s *Sandbox) startPipelines(context.Context) error {
 	return nil
 }
 
-// pipeRun is one side's running pipeline.
+// pipeRun is one side's running pipeline: its instances.
 type pipeRun struct {
-	p    *pipeline.Pipeline
+	ps   sidePipes
 	stop context.CancelFunc
-	done chan struct{}
+	done chan struct{} // closed when every instance has stopped
 }
 
 // halt stops the pipeline and waits for it.
@@ -373,40 +379,53 @@ func (r *pipeRun) halt() {
 	}
 }
 
-// startPipeline starts a side's pipeline reporting build ("" the binary's)
-// in its health samples. Its metrics replace those of the side's previous
-// pipeline, as a restarted process's would.
+// startPipeline starts a side's pipeline, as Options.Instances instances,
+// reporting build ("" the binary's) in its health samples. Its metrics
+// replace those of the side's previous pipeline, as restarted processes'
+// would.
 func (s *Sandbox) startPipeline(side, build string) error {
 	t := s.opts.Timing
-	reg := s.regs.add("pipeline-" + side)
-	p, err := pipeline.New(pipeline.Options{
-		Brokers: s.clusters[side].brokers(), Side: side, Instance: "sandbox-" + side, Build: build,
-		Partitions: s.opts.Partitions, Replication: 1, CreateTopics: true,
-		Storage: statestore.Config{Backend: statestore.BackendMemory},
-		Window:  t.AggWindow, Lateness: t.AggLateness, IdleClose: t.AggWindow,
-		SampleInterval: t.SampleInterval,
-		Registry:       &pipeline.RegistryOptions{Servers: []string{s.zkAddr}, Root: s.opts.ZKRoot, SessionTimeout: t.ZKSession},
-		Logger:         s.log, Registerer: reg,
-	})
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
-	run := &pipeRun{p: p, stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(run.done)
-		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("sandbox: pipeline stopped", "side", side, "err", err)
+	run := &pipeRun{stop: cancel, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	for i := range s.opts.Instances {
+		name := "sandbox-" + side
+		var reg prometheus.Registerer = s.regs.add("pipeline-" + side)
+		if s.opts.Instances > 1 {
+			name = fmt.Sprintf("sandbox-%s-%d", side, i+1)
+			reg = prometheus.WrapRegistererWith(prometheus.Labels{"instance": name}, s.regs.add("pipeline-"+name))
 		}
-	}()
+		p, err := pipeline.New(pipeline.Options{
+			Brokers: s.clusters[side].brokers(), Side: side, Instance: name, Build: build,
+			Partitions: s.opts.Partitions, Replication: 1, CreateTopics: true,
+			Storage: statestore.Config{Backend: statestore.BackendMemory}, HotStandby: true,
+			Window: t.AggWindow, Lateness: t.AggLateness, IdleClose: t.AggWindow,
+			SampleInterval: t.SampleInterval,
+			Registry:       &pipeline.RegistryOptions{Servers: []string{s.zkAddr}, Root: s.opts.ZKRoot, SessionTimeout: t.ZKSession},
+			Logger:         s.log.With("instance", name), Registerer: reg,
+		})
+		if err != nil {
+			cancel()
+			return err
+		}
+		run.ps = append(run.ps, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Run(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("sandbox: pipeline stopped", "side", side, "instance", name, "err", err)
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(run.done) }()
 	s.mu.Lock()
 	s.pipes[side] = run
 	s.mu.Unlock()
 	return nil
 }
 
-// pipe returns a side's current pipeline.
-func (s *Sandbox) pipe(side string) *pipeline.Pipeline { return s.pipeRunOf(side).p }
+// pipe returns a side's current pipeline instances.
+func (s *Sandbox) pipe(side string) sidePipes { return s.pipeRunOf(side).ps }
 
 func (s *Sandbox) pipeRunOf(side string) *pipeRun {
 	s.mu.Lock()
@@ -421,6 +440,43 @@ func (s *Sandbox) deploy(side, build string) error {
 	s.pipeRunOf(side).halt()
 	return s.startPipeline(side, build)
 }
+
+// sidePipes are the pipeline instances of one side.
+type sidePipes []*pipeline.Pipeline
+
+// Pause pauses (or resumes) the stage in every instance: the side's stage
+// stalls as a whole.
+func (ps sidePipes) Pause(stage string, paused bool) error {
+	for _, p := range ps {
+		if err := p.Pause(stage, paused); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Throttle caps the side's stage at perSecond input records (0 lifts the
+// cap), shared evenly by the instances as they share the partitions.
+func (ps sidePipes) Throttle(stage string, perSecond float64) error {
+	for _, p := range ps {
+		if err := p.Throttle(stage, perSecond/float64(len(ps))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RestartStage kills the stage in one instance, the first.
+func (ps sidePipes) RestartStage(stage string) error { return ps[0].RestartStage(stage) }
+
+// Ready reports whether every instance is ready.
+func (ps sidePipes) Ready() bool {
+	for _, p := range ps {
+		if !p.Ready() {
+			return false
+		}
+	}
+	return true}
 
 func (s *Sandbox) startIngest(context.Context) error {
 	in, err := pipeline.NewIngester(pipeline.IngestOptions{

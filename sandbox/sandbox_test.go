@@ -13,12 +13,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/zkserver"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/pipeline"
 )
+
+func registeredInstances(t *testing.T, a Addresses, side, stage string) int {
+	t.Helper()
+	conn, _, err := zk.Connect([]string{a.ZK}, 5*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	kids, _, err := conn.Children(a.ZKRoot + "/instances/" + side + "/" + stage)
+	if err != nil {
+		t.Fatalf("listing %s %s instances: %v", side, stage, err)
+	}
+	return len(kids)
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
 
 func TestParseSpec(t *testing.T) {
 	for _, tc := range []struct {
@@ -62,12 +82,13 @@ func TestParseSpec(t *testing.T) {
 }
 
 // TestFaultAPI runs a small sandbox in the test process (under the race
-// detector in the test command) and exercises the fault API's contract.
+// detector in the test command), each side as two pipeline instances, and
+// exercises the fault API's contract.
 func TestFaultAPI(t *testing.T) {
 	if err := zkserver.Installed(); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := New(Options{HTTP: "127.0.0.1:0", Campaigns: 6, QPS: 40, Timing: ScenarioTiming()})
+	sb, err := New(Options{HTTP: "127.0.0.1:0", Campaigns: 6, QPS: 40, Timing: ScenarioTiming(), Instances: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +164,22 @@ func TestFaultAPI(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`hotpair_stage_events_total{role="live",service="aggregator",side="standby"}`, `instance="sandbox-monitor-2"`, "hotpair_ingest_delivered_total"} {
+	for _, want := range []string{`hotpair_stage_events_total{instance="sandbox-standby-1",role="live",service="aggregator",side="standby"}`,
+		`hotpair_stage_partitions{instance="sandbox-primary-2",role="live",service="budget",side="primary"}`,
+		`instance="sandbox-monitor-2"`, "hotpair_ingest_delivered_total"} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// Both instances of every stage are registered, and share its partitions.
+	for _, side := range []string{"primary", "standby"} {
+		for _, stage := range []string{"aggregator", "budget", "pacer", "bidder"} {
+			if n := len(sb.pipe(side)); n != 2 {
+				t.Fatalf("%s runs %d instances, want 2", side, n)
+			}
+			if got := registeredInstances(t, a, side, stage); got != 2 {
+				t.Errorf("%s %s: %d instances registered in ZooKeeper, want 2", side, stage, got)
+			}
 		}
 	}
 

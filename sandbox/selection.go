@@ -60,8 +60,8 @@ func svcOf(name string) selector.Service {
 	return svc
 }
 
-// stageEvents is how many input records a stage of a side has received.
+// stageEvents is how many input records a stage of a side has received, in
+// all its instances.
 func (s *Sandbox) stageEvents(side, stage string) float64 {
-	v, _ := metricvalue.Get(s.regs, "hotpair_stage_events_total", "service", stage, "side", side)
-	return v
+	return metricvalue.Sum(s.regs, "hotpair_stage_events_total", "service", stage, "side", side)
 }

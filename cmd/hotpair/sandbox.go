@@ -22,6 +22,8 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	qps := fs.Float64("qps", 300, "simulated ad requests per second at the day curve's mean")
 	day := fs.Duration("day", 10*time.Minute, "how long one simulated day of the traffic curve lasts (time runs faster)")
 	insecure := fs.Bool("insecure", false, "turn ZooKeeper ACLs off")
+	instances := fs.Int("instances", 1, "run each side's pipeline as this many instances sharing its partitions")
+	partitions := fs.Int("partitions", 4, "partitions of every topic")
 	window := fs.Duration("window", sandbox.DemoTiming().Window, "the monitor's evaluation window")
 	grace := fs.Duration("grace", sandbox.DemoTiming().Grace, "how long the primary must stay healthy before traffic returns to it")
 	scenario := fs.String("scenario", "", "run this scripted scenario to the end and exit 0 only if it held: "+strings.Join(sandbox.ScenarioNames(), ", "))
@@ -36,8 +38,11 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	if *campaigns < 2 || *qps <= 0 || *day < time.Minute {
 		return usageError(fs, a.stderr, "--campaigns must be at least 2, --qps positive, --day at least 1m")
 	}
+	if *instances < 1 || *instances > 16 || *partitions < 1 || *partitions > 64 {
+		return usageError(fs, a.stderr, "--instances must be between 1 and 16, --partitions between 1 and 64")
+	}
 	opts := sandbox.Options{ZK: *zk, ZKRoot: *zkRoot, HTTP: *httpAddr, Campaigns: *campaigns, QPS: *qps, Day: *day,
-		Insecure: *insecure, SaveHistory: *saveHistory, Logger: a.logger}
+		Insecure: *insecure, SaveHistory: *saveHistory, Instances: *instances, Partitions: int32(*partitions), Logger: a.logger}
 	if *scenario != "" {
 		return runScenario(ctx, a, fs, *scenario, opts, *asJSON, *addrFile)
 	}

@@ -28,6 +28,16 @@ func Get(g prometheus.Gatherer, name string, labels ...string) (float64, bool) {
 	return 0, false
 }
 
+// Sum returns the sum of the counter or gauge series name{labels} (labels
+// as for Get), e.g. over the instances of a stage.
+func Sum(g prometheus.Gatherer, name string, labels ...string) float64 {
+	var total float64
+	for _, m := range matching(g, name, labels) {
+		total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return total
+}
+
 // Histogram returns the histogram series name{labels} (labels as for Get).
 func Histogram(g prometheus.Gatherer, name string, labels ...string) (*dto.Histogram, bool) {
 	m := series(g, name, labels)
@@ -38,7 +48,16 @@ func Histogram(g prometheus.Gatherer, name string, labels ...string) (*dto.Histo
 }
 
 func series(g prometheus.Gatherer, name string, labels []string) *dto.Metric {
+	if ms := matching(g, name, labels); len(ms) > 0 {
+		return ms[0]
+	}
+	return nil
+}
+
+// matching returns every series name{labels}.
+func matching(g prometheus.Gatherer, name string, labels []string) []*dto.Metric {
 	mfs, _ := g.Gather()
+	var out []*dto.Metric
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
@@ -54,10 +73,10 @@ func series(g prometheus.Gatherer, name string, labels []string) *dto.Metric {
 					continue series
 				}
 			}
-			return m
+			out = append(out, m)
 		}
 	}
-	return nil
+	return out
 }
 
 // Native is the positive part of a native (exponential) histogram: counts by

@@ -29,6 +29,9 @@ func TestGet(t *testing.T) {
 			t.Errorf("Get(%s %v) = %v %v, want %v %v", tc.name, tc.labels, got, ok, tc.want, tc.ok)
 		}
 	}
+	if got := Sum(reg, "x_total", "service", "budget"); got != 8 {
+		t.Errorf("Sum over both sides = %v, want 8", got)
+	}
 }
 
 func TestNativeQuantiles(t *testing.T) {
