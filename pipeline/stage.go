@@ -215,19 +215,29 @@ func (st *stage) wakeLoop(ctx context.Context) {
 	}
 }
 
+// sendWakeups sends the due wake-ups, in rounds of wakeBatch while there
+// are more; it waits while the client's buffer is full.
 func (st *stage) sendWakeups(ctx context.Context, now time.Time) {
 	st.m.pendingWakes.Set(float64(st.wake.Len()))
 	due := func(p int32) int64 { return st.threshold(p, now) }
-	for _, k := range st.wake.Due(now, due, wakeRetry, 10_000) {
-		st.m.wakeups.Inc()
-		rec := &kgo.Record{Topic: st.loopTopic(), Key: []byte(k), Value: []byte(strconv.FormatInt(now.UnixMilli(), 10))}
-		st.p.client.TryProduce(ctx, rec, func(_ *kgo.Record, err error) {
-			if err != nil && ctx.Err() == nil {
-				st.p.log.Warn("sending wake-up", "service", st.name, "err", err)
-			}
-		})
+	for ctx.Err() == nil {
+		keys := st.wake.Due(now, due, wakeRetry, wakeBatch)
+		for _, k := range keys {
+			st.m.wakeups.Inc()
+			rec := &kgo.Record{Topic: st.loopTopic(), Key: []byte(k), Value: []byte(strconv.FormatInt(now.UnixMilli(), 10))}
+			st.p.client.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+				if err != nil && ctx.Err() == nil {
+					st.p.log.Warn("sending wake-up", "service", st.name, "err", err)
+				}
+			})
+		}
+		if len(keys) < wakeBatch {
+			return
+		}
 	}
 }
+
+const wakeBatch = 10_000
 
 // wakeNow asks the wake loop to send the due wake-ups without waiting for
 // its tick.

@@ -90,12 +90,16 @@ func (w *watermarks) at(p int32, now time.Time) int64 {
 }
 
 // backlogWakeInterval is how often the wake-ups of a partition that is
-// behind are sent (see wakeThreshold).
+// behind are sent while its events keep coming (see wakeThreshold).
 const backlogWakeInterval = time.Second
+
+// quietAfter is how long a partition receives nothing before its due panes
+// no longer wait for their campaigns' own events.
+const quietAfter = 100 * time.Millisecond
 
 // wakeThreshold is the clock the wake-ups of a partition are due by at wall
 // time now. A partition that is behind (its clock more than a window behind
-// the wall clock: a backlog, catching up) sends them at most every
+// the wall clock: a backlog, catching up) and busy sends them at most every
 // backlogWakeInterval: its campaigns' own events close most due panes
 // sooner and at no extra cost, while every wake-up is a record through the
 // loop topic and a state write. When a pane is emitted never changes what
@@ -106,10 +110,8 @@ func (w *watermarks) wakeThreshold(p int32, now time.Time) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m := w.mark(p, nowMs)
-	if nowMs-clock <= w.windowMs {
-		return clock
-	}
-	if nowMs-m.lastWakeMs < backlogWakeInterval.Milliseconds() {
+	behind, busy := nowMs-clock > w.windowMs, nowMs-m.lastRecvMs < quietAfter.Milliseconds()
+	if behind && busy && nowMs-m.lastWakeMs < backlogWakeInterval.Milliseconds() {
 		return 0 // nothing is due before 1970
 	}
 	m.lastWakeMs = nowMs

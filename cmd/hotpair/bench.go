@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hotpair/hotpair/pipeline/pipebench"
 )
@@ -42,11 +43,13 @@ func runBench(ctx context.Context, a *app, args []string) int {
 // runBenchPipeline is "hotpair bench pipeline": the measurement of
 // BenchmarkEndToEnd, outside the test framework.
 func runBenchPipeline(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "bench pipeline", "bench pipeline [--campaigns N] [--events N] [--partitions N] [--probes N] [--json]")
+	fs := newFlags(a, "bench pipeline", "bench pipeline [--campaigns N] [--events N] [--partitions N] [--steady-load F] [--steady-for D] [--probes N] [--json]")
 	campaigns := fs.Int("campaigns", 10_000, "campaigns the ad events are spread over")
 	events := fs.Int("events", 200_000, "ad events in the backlog (at least --campaigns)")
 	partitions := fs.Int("partitions", 8, "partitions of every topic")
-	probes := fs.Int("probes", 100, "single ad events sent one at a time after the backlog, for the idle latencies")
+	steady := fs.Float64("steady-load", 0.5, "rate of the steady phase after the backlog, as a fraction of the backlog throughput")
+	steadyFor := fs.Duration("steady-for", 3*time.Second, "how long the steady phase lasts")
+	probes := fs.Int("probes", 100, "single ad events sent one at a time at the end, for the idle latencies")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the pipeline's backlog phase to this file")
 	traceFile := fs.String("trace", "", "write an execution trace of the pipeline's backlog phase to this file")
@@ -62,8 +65,11 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "--partitions must be between 1 and 1000")
 	case *probes < 1:
 		return usageError(fs, a.stderr, "--probes must be at least 1")
+	case *steady <= 0 || *steady > 1 || *steadyFor <= 0:
+		return usageError(fs, a.stderr, "--steady-load must be in (0,1] and --steady-for positive")
 	}
-	cfg := pipebench.Config{Campaigns: *campaigns, Events: *events, Partitions: int32(*partitions), Probes: *probes, Logger: a.logger}
+	cfg := pipebench.Config{Campaigns: *campaigns, Events: *events, Partitions: int32(*partitions), Probes: *probes,
+		SteadyLoad: *steady, SteadyFor: *steadyFor, Logger: a.logger}
 	for _, f := range []struct {
 		path string
 		w    *io.Writer
@@ -116,23 +122,23 @@ func writeBenchText(w io.Writer, r pipebench.Result) {
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "latency, ms\tunder load p50\tp99\tidle p50\tp99\t")
+	fmt.Fprintf(tw, "latency p50 / p99, ms\tbacklog\tsteady %.0f ev/s\tidle\t\n", r.SteadyRate)
 	q := func(x pipebench.Quantiles) string {
 		if x.N == 0 {
-			return "-\t-"
+			return "-"
 		}
-		return fmt.Sprintf("%.1f\t%.1f", x.P50Ms, x.P99Ms)
+		return fmt.Sprintf("%.1f / %.1f", x.P50Ms, x.P99Ms)
 	}
 	for _, row := range []struct {
-		name       string
-		load, idle pipebench.Quantiles
+		name                  string
+		backlog, steady, idle pipebench.Quantiles
 	}{
-		{"ingest hop: ad event → aggregator", r.Load.IngestHop, r.Idle.IngestHop},
-		{"spend hop: aggregator → budget", r.Load.SpendHop, r.Idle.SpendHop},
-		{"status hop: budget → reader", r.Load.StatusHop, r.Idle.StatusHop},
-		{"window close → budget status", r.Load.CloseToStatus, r.Idle.CloseToStatus},
+		{"ingest hop: ad event → aggregator", r.Backlog.IngestHop, r.Steady.IngestHop, r.Idle.IngestHop},
+		{"spend hop: aggregator → budget", r.Backlog.SpendHop, r.Steady.SpendHop, r.Idle.SpendHop},
+		{"status hop: budget → reader", r.Backlog.StatusHop, r.Steady.StatusHop, r.Idle.StatusHop},
+		{"window close → budget status", r.Backlog.CloseToStatus, r.Steady.CloseToStatus, r.Idle.CloseToStatus},
 	} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", row.name, q(row.load), q(row.idle))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", row.name, q(row.backlog), q(row.steady), q(row.idle))
 	}
 	tw.Flush()
 }

@@ -34,8 +34,13 @@ type Config struct {
 	Campaigns, Events int
 	// Partitions of every topic (default 8).
 	Partitions int32
-	// Probes is how many single ad events are sent one at a time after the
-	// backlog, for the idle latencies (default 100).
+	// SteadyLoad is the rate of the steady phase, after the backlog, as a
+	// fraction of the pipeline's backlog throughput (default 0.5); it lasts
+	// SteadyFor (default 3s).
+	SteadyLoad float64
+	SteadyFor  time.Duration
+	// Probes is how many single ad events are sent one at a time at the
+	// end, for the idle latencies (default 100).
 	Probes int
 	// Timeout bounds each phase (default 5m).
 	Timeout time.Duration
@@ -56,6 +61,12 @@ func (c *Config) applyDefaults() {
 	if c.Partitions == 0 {
 		c.Partitions = 8
 	}
+	if c.SteadyLoad == 0 {
+		c.SteadyLoad = 0.5
+	}
+	if c.SteadyFor == 0 {
+		c.SteadyFor = 3 * time.Second
+	}
 	if c.Probes == 0 {
 		c.Probes = 100
 	}
@@ -72,8 +83,10 @@ func (c *Config) validate() error {
 	case c.Campaigns < 1 || c.Events < c.Campaigns:
 		return fmt.Errorf("%w: need at least one campaign and at least as many events as campaigns (campaigns %d, events %d)",
 			ErrInvalidConfig, c.Campaigns, c.Events)
-	case c.Partitions < 1 || c.Probes < 1:
-		return fmt.Errorf("%w: Partitions and Probes must be positive", ErrInvalidConfig)
+	case c.Partitions < 1 || c.Probes < 1 || c.SteadyFor < 0:
+		return fmt.Errorf("%w: Partitions and Probes must be positive, SteadyFor not negative", ErrInvalidConfig)
+	case c.SteadyLoad < 0 || c.SteadyLoad > 1:
+		return fmt.Errorf("%w: SteadyLoad must be in (0,1], got %v", ErrInvalidConfig, c.SteadyLoad)
 	}
 	return nil
 }
@@ -100,10 +113,14 @@ type Result struct {
 	Pipeline    Rate `json:"pipeline"`
 	// Ratio is Pipeline / Goka events per second.
 	Ratio float64 `json:"ratio_to_bare_goka"`
-	// Load are the latencies while the backlog drains; Idle those of the
-	// probes, sent one at a time afterwards.
-	Load Latencies `json:"load"`
-	Idle Latencies `json:"idle"`
+	// Backlog are the latencies while the backlog drains at full speed
+	// (saturated: the hops include queueing); Steady those while events
+	// arrive at SteadyRate, a fraction of the backlog throughput; Idle those
+	// of the probes, sent one at a time at the end.
+	Backlog    Latencies `json:"backlog"`
+	SteadyRate float64   `json:"steady_events_per_sec"`
+	Steady     Latencies `json:"steady"`
+	Idle       Latencies `json:"idle"`
 }
 
 // Rate is a throughput: events over wall seconds, and over the CPU seconds
@@ -117,8 +134,8 @@ type Rate struct {
 
 // Latencies of one phase.
 type Latencies struct {
-	// IngestHop is ad event produced → aggregator received (idle only: under
-	// load the backlog's age).
+	// IngestHop is ad event produced → aggregator received (not in the
+	// backlog phase, where it is the backlog's age).
 	IngestHop Quantiles `json:"ingest_hop"`
 	// SpendHop is SpendEvent emitted → budget enforcer received.
 	SpendHop Quantiles `json:"spend_hop"`

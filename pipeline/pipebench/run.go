@@ -3,7 +3,6 @@ package pipebench
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -58,33 +57,12 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 		return err
 	}
 	wall, cpu := time.Now(), cpuTime()
-	if os.Getenv("PIPEBENCH_DEBUG") != "" {
-		go func() {
-			lastCPU, lastT := cpuTime(), time.Now()
-			for ctx.Err() == nil {
-				time.Sleep(100 * time.Millisecond)
-				c, t := cpuTime(), time.Now()
-				fmt.Fprintf(os.Stderr, "%6.2fs cores %.2f agg %6.0f out %6.0f budget %6.0f wakes %6.0f pend %6.0f\n", t.Sub(wall).Seconds(), (c-lastCPU).Seconds()/t.Sub(lastT).Seconds(),
-					m.get("hotpair_stage_events_total", pipeline.StageAggregator), m.get("hotpair_stage_outputs_total", pipeline.StageAggregator),
-					m.get("hotpair_stage_events_total", pipeline.StageBudget), m.get("hotpair_stage_wakeups_total", pipeline.StageAggregator), m.get("hotpair_stage_pending_wakeups", pipeline.StageAggregator))
-				lastCPU, lastT = c, t
-			}
-		}()
-	}
 	// The backlog is through when every ad event is consumed and every
 	// window of it emitted and applied by the budget enforcer.
-	err = m.await(ctx, func() bool {
-		agg := m.get("hotpair_stage_events_total", pipeline.StageAggregator)
-		emitted := m.get("hotpair_stage_outputs_total", pipeline.StageAggregator)
-		applied := m.get("hotpair_stage_events_total", pipeline.StageBudget)
-		return int(agg) == w.records() && int(emitted) >= w.windows && applied == emitted
-	})
+	err = m.awaitWindows(ctx, w.records(), w.windows)
 	stop()
 	if err != nil {
-		return fmt.Errorf("backlog: %d of %d ad events, %v of %d windows emitted, %v applied: %w",
-			int(m.get("hotpair_stage_events_total", pipeline.StageAggregator)), w.records(),
-			m.get("hotpair_stage_outputs_total", pipeline.StageAggregator), w.windows,
-			m.get("hotpair_stage_events_total", pipeline.StageBudget), err)
+		return fmt.Errorf("backlog: %w", err)
 	}
 	res.Pipeline = rate(w.records(), wall, cpu)
 	res.Windows = int(m.get("hotpair_stage_outputs_total", pipeline.StageAggregator))
@@ -92,17 +70,31 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 	if late := m.get("hotpair_late_events_total", pipeline.StageAggregator); late > 0 {
 		return fmt.Errorf("%v ad events were late: the backlog's windows were not all closed on the partition clock", late)
 	}
-	load := m.snapshot()
-	rd.setPhase(phaseIdle)
-	res.Load = load.latencies(snapshots{}, rd.hops(phaseLoad))
-	res.Load.IngestHop = Quantiles{} // the backlog's age, not a hop
+	backlog := m.snapshot()
+	res.Backlog = backlog.latencies(snapshots{}, rd.hops(phaseBacklog))
+	res.Backlog.IngestHop = Quantiles{} // the backlog's age, not a hop
 
-	// Idle: one probe at a time, each awaited at the reader.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(0))
+	// Steady: events at a fraction of the backlog throughput.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kafka.GokaPartitioner(), kgo.ProducerLinger(0))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	rd.setPhase(phaseSteady)
+	res.SteadyRate = cfg.SteadyLoad * res.Pipeline.EventsPerSec
+	records, windows, err := w.produceSteady(ctx, cl, res.SteadyRate, cfg.SteadyFor)
+	if err != nil {
+		return err
+	}
+	if err := m.awaitWindows(ctx, w.records()+records, res.Windows+windows); err != nil {
+		return fmt.Errorf("steady phase: %w", err)
+	}
+	steady := m.snapshot()
+	res.Steady = steady.latencies(backlog, rd.hops(phaseSteady))
+	statuses := int(m.get("hotpair_stage_outputs_total", pipeline.StageBudget))
+
+	// Idle: one probe at a time, each awaited at the reader.
+	rd.setPhase(phaseIdle)
 	for i := range cfg.Probes {
 		r := w.probe(i)
 		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
@@ -112,10 +104,10 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 			return fmt.Errorf("probe %d: no budget status: %w", i, err)
 		}
 	}
-	res.Idle = m.snapshot().latencies(load, rd.hops(phaseIdle))
+	res.Idle = m.snapshot().latencies(steady, rd.hops(phaseIdle))
 
-	// Every backlog window's status has reached the reader: spend is exact.
-	if err := rd.awaitCount(ctx, res.Windows+cfg.Probes); err != nil {
+	// Every status has reached the reader: spend is exact.
+	if err := rd.awaitCount(ctx, statuses+cfg.Probes); err != nil {
 		return fmt.Errorf("reading the budget statuses: %w", err)
 	}
 	return checkSpend(rd.latest(), w.truth())
@@ -129,6 +121,23 @@ func metricsOf(g prometheus.Gatherer) pipeMetrics { return pipeMetrics{g} }
 func (m pipeMetrics) get(name, service string) float64 {
 	v, _ := metricvalue.Get(m.g, name, "service", service)
 	return v
+}
+
+// awaitWindows waits until the aggregator consumed records ad events and
+// emitted windows SpendEvents, and the budget enforcer applied them all.
+func (m pipeMetrics) awaitWindows(ctx context.Context, records, windows int) error {
+	agg := func() float64 { return m.get("hotpair_stage_events_total", pipeline.StageAggregator) }
+	emitted := func() float64 { return m.get("hotpair_stage_outputs_total", pipeline.StageAggregator) }
+	applied := func() float64 { return m.get("hotpair_stage_events_total", pipeline.StageBudget) }
+	err := m.await(ctx, func() bool {
+		e := emitted()
+		return int(agg()) == records && int(e) >= windows && applied() == e
+	})
+	if err != nil {
+		return fmt.Errorf("%v of %d ad events consumed, %v of %d windows emitted, %v applied: %w",
+			agg(), records, emitted(), windows, applied(), err)
+	}
+	return nil
 }
 
 // await polls cond every 10 ms until it holds or ctx ends.
@@ -192,7 +201,8 @@ func exactQuantiles(d []time.Duration) Quantiles {
 }
 
 const (
-	phaseLoad = iota
+	phaseBacklog = iota
+	phaseSteady
 	phaseIdle
 )
 
@@ -207,7 +217,7 @@ type statusReader struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	phase  int
-	hopsBy [2][]time.Duration
+	hopsBy [3][]time.Duration
 	last   map[string][]byte
 	count  int
 }

@@ -23,52 +23,81 @@ const (
 	price    = 1000
 )
 
-// workload is a backlog of ad events, event times spread evenly over two
-// minutes that ended long enough ago for all their windows to be closable,
-// campaigns round robin; then one event per partition, newer than every
-// window's close, for a campaign of its own (a "sentinel"), so that every
-// window of the backlog closes on its partition's clock as it would in a
-// continuous stream, not by the idle timeout. Per partition, event times
-// only grow: no event is late and every window is emitted once.
+// workload is the measurement's ad events, all of them in the past, on one
+// event-time line at a fixed density (Events per two minutes):
+//
+//   - the backlog: Events events, campaigns round robin, written before the
+//     pipeline starts;
+//   - one event per partition for a campaign of its own (a "sentinel"),
+//     newer than every backlog window's close, so that every window of the
+//     backlog closes on its partition's clock as it would in a continuous
+//     stream, not by the idle timeout;
+//   - the steady phase: more events, written at a fixed rate while the
+//     pipeline runs, continuing the line (so event time runs faster than
+//     the wall clock and windows keep closing), then sentinels again.
+//
+// Per partition, event times only grow: no event is late and every window
+// is emitted once.
 type workload struct {
 	campaigns, events int
 	partitions        int32
 	start             time.Time // the first event time
-	now               time.Time
 	// windows is how many (campaign, window) pairs the backlog holds: the
-	// SpendEvents the aggregator must emit.
+	// SpendEvents the aggregator must emit for it.
 	windows int
 	// sentinels are the keys of the per-partition sentinel campaigns.
 	sentinels []string
+	// steady is how many events the steady phase writes.
+	steady int
 }
 
+// gap is the event time from the last event before a sentinel to the
+// sentinel: more than a window and its lateness.
+const gap = window + lateness + 5*time.Second
+
 func newWorkload(campaigns, events int, partitions int32, now time.Time) *workload {
-	w := &workload{campaigns: campaigns, events: events, partitions: partitions, now: now,
-		start: now.Add(-span - window - lateness - 15*time.Second)}
-	seen := make(map[[2]int64]bool, min(events, 4*campaigns))
-	for i := range events {
-		seen[[2]int64{int64(i % campaigns), statestore.WindowStartMs(w.ts(i).UnixMilli(), window.Milliseconds())}] = true
-	}
-	w.windows = len(seen)
+	w := &workload{campaigns: campaigns, events: events, partitions: partitions,
+		start: now.Add(-10 * time.Minute)}
+	w.windows = w.countWindows(0, events)
 	for p := range partitions {
 		w.sentinels = append(w.sentinels, keyOnPartition("sentinel", p, partitions))
 	}
 	return w
 }
 
-// records is how many ad events the topic holds: the backlog and the sentinels.
+// countWindows counts the (campaign, window) pairs of events [from, to).
+func (w *workload) countWindows(from, to int) int {
+	seen := make(map[[2]int64]bool, min(to-from, 4*w.campaigns))
+	for i := from; i < to; i++ {
+		seen[[2]int64{int64(i % w.campaigns), statestore.WindowStartMs(w.ts(i).UnixMilli(), window.Milliseconds())}] = true
+	}
+	return len(seen)
+}
+
+// records is how many ad events the topic holds before the steady phase:
+// the backlog and the sentinels.
 func (w *workload) records() int { return w.events + int(w.partitions) }
 
+// ts is the event time of event i: the backlog's are 0 to Events-1, the
+// steady phase's follow; each sentinel adds a gap.
 func (w *workload) ts(i int) time.Time {
-	return w.start.Add(time.Duration(i) * span / time.Duration(w.events))
+	t := w.start.Add(time.Duration(i) * span / time.Duration(w.events))
+	if i >= w.events {
+		t = t.Add(2 * gap)
+	}
+	return t
 }
+
+// sentinelTs is the event time of the sentinels after event i.
+func (w *workload) sentinelTs(i int) time.Time { return w.ts(i - 1).Add(gap) }
 
 func campaign(i int) string { return fmt.Sprintf("camp-%06d", i) }
 
-// truth is every campaign's lifetime spend after the backlog.
+// truth is every campaign's lifetime spend after the backlog and the
+// steady phase.
 func (w *workload) truth() map[string]int64 {
 	out := make(map[string]int64, w.campaigns)
-	for i := range w.events {
+	for i := range w.events + w.steady {
 		out[campaign(i%w.campaigns)] += price
 	}
 	return out
@@ -77,6 +106,18 @@ func (w *workload) truth() map[string]int64 {
 func adEvent(id, campaign string, ts time.Time) []byte {
 	return fmt.Appendf(nil, `{"v":1,"id":%q,"type":"impression","campaign":%q,"advertiser":"adv","price_micros":%d,"ts":%q}`,
 		id, campaign, price, ts.UTC().Format(time.RFC3339Nano))
+}
+
+// event is the record of event i.
+func (w *workload) event(i int) *kgo.Record {
+	c := campaign(i % w.campaigns)
+	return &kgo.Record{Topic: topicAdEvents, Key: []byte(c), Value: adEvent("e"+strconv.Itoa(i), c, w.ts(i))}
+}
+
+// sentinel is partition p's sentinel after event i.
+func (w *workload) sentinel(p int32, i int) *kgo.Record {
+	c := w.sentinels[p]
+	return &kgo.Record{Topic: topicAdEvents, Key: []byte(c), Value: adEvent(fmt.Sprintf("s%d-%d", i, p), c, w.sentinelTs(i))}
 }
 
 // produce writes the backlog, then the sentinels.
@@ -88,11 +129,10 @@ func (w *workload) produce(ctx context.Context, brokers []string) error {
 	}
 	defer cl.Close()
 	for i := range w.events {
-		c := campaign(i % w.campaigns)
-		cl.Produce(ctx, &kgo.Record{Topic: topicAdEvents, Key: []byte(c), Value: adEvent("e"+strconv.Itoa(i), c, w.ts(i))}, nil)
+		cl.Produce(ctx, w.event(i), nil)
 	}
-	for i, c := range w.sentinels {
-		cl.Produce(ctx, &kgo.Record{Topic: topicAdEvents, Key: []byte(c), Value: adEvent("s"+strconv.Itoa(i), c, w.now.Add(-time.Second))}, nil)
+	for p := range w.partitions {
+		cl.Produce(ctx, w.sentinel(p, w.events), nil)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return fmt.Errorf("pipebench: writing the workload: %w", err)
@@ -100,9 +140,33 @@ func (w *workload) produce(ctx context.Context, brokers []string) error {
 	return nil
 }
 
-// probe is the i-th idle probe: one ad event for a campaign of its own,
-// in a window the partition's clock has long passed, so that its window
-// closes — and its status is emitted — as soon as the aggregator has it.
+// produceSteady writes the steady phase's events at rate per second for d,
+// then the sentinels that close their windows, and returns how many events
+// it wrote (sentinels included) and how many windows they hold.
+func (w *workload) produceSteady(ctx context.Context, cl *kgo.Client, rate float64, d time.Duration) (records, windows int, err error) {
+	const tick = 10 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	start, i := time.Now(), w.events
+	for now := start; now.Sub(start) < d; now = <-t.C {
+		for due := w.events + int(rate*now.Sub(start).Seconds()); i < due; i++ {
+			cl.Produce(ctx, w.event(i), nil)
+		}
+	}
+	for p := range w.partitions {
+		cl.Produce(ctx, w.sentinel(p, i), nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, 0, fmt.Errorf("pipebench: writing the steady phase: %w", err)
+	}
+	w.steady = i - w.events
+	// The backlog's sentinels' windows close too: the steady events are newer.
+	return w.steady + int(w.partitions), w.countWindows(w.events, i) + int(w.partitions), nil
+}
+
+// probe is the i-th idle probe: one ad event for a campaign of its own, in
+// a window the partition's clock has long passed: it is late, so its own
+// SpendEvent, and then its status, are emitted as soon as it arrives.
 func (w *workload) probe(i int) *kgo.Record {
 	c := "probe-" + strconv.Itoa(i)
 	return &kgo.Record{Topic: topicAdEvents, Key: []byte(c), Value: adEvent("p"+strconv.Itoa(i), c, w.start)}
