@@ -35,3 +35,53 @@ func TestWatermarks(t *testing.T) {
 		t.Fatalf("partition 1 idle for 11s: %v, want the wall clock", time.UnixMilli(got).UTC())
 	}
 }
+
+// A window closes when its partition's clock passes its end plus the
+// lateness: closedAt says when that was on the wall clock.
+func TestWatermarkCloseTimes(t *testing.T) {
+	const t0 = int64(1_800_000_000_000) // a window start
+	w := newWatermarks(10*time.Second, 10*time.Second, 5*time.Second)
+	w.observe(0, t0, t0+50) // the partition's first event starts tracking
+	if !w.observe(0, t0+16_000, t0+16_030) {
+		t.Fatal("passing two window closes was not reported")
+	}
+	for _, tc := range []struct {
+		name           string
+		closeMs, nowMs int64
+		want           int64
+	}{
+		{"passed by an event", t0 + 15_000, t0 + 16_100, t0 + 16_030},
+		{"passed by the same event", t0 + 5_000, t0 + 16_100, t0 + 16_030},
+		{"passed before tracking began", t0 - 5_000, t0 + 16_100, t0 + 50},
+		{"passed by the wall clock once the partition went idle", t0 + 25_000, t0 + 40_000, t0 + 26_030},
+	} {
+		if got := w.closedAt(0, tc.closeMs, tc.nowMs); got != tc.want {
+			t.Errorf("%s: closed at %+d ms, want %+d", tc.name, got-t0, tc.want-t0)
+		}
+	}
+}
+
+// A partition that is behind and busy sends its wake-ups at most every
+// backlogWakeInterval; live, or quiet, at once.
+func TestWakeThreshold(t *testing.T) {
+	w := newWatermarks(10*time.Second, 10*time.Second, 5*time.Second)
+	t0 := time.UnixMilli(1_800_000_000_000)
+	recv := t0.Add(10 * time.Minute) // ten minutes behind
+	w.observe(0, t0.UnixMilli(), recv.UnixMilli())
+	if got := w.wakeThreshold(0, recv.Add(10*time.Millisecond)); got != t0.UnixMilli() {
+		t.Fatalf("first wake-up round of a partition behind: threshold %d, want its clock", got)
+	}
+	if got := w.wakeThreshold(0, recv.Add(20*time.Millisecond)); got != 0 {
+		t.Fatalf("a busy partition behind woke again within %s", backlogWakeInterval)
+	}
+	if got := w.wakeThreshold(0, recv.Add(quietAfter+time.Millisecond)); got != t0.UnixMilli() {
+		t.Fatalf("a quiet partition behind: threshold %d, want its clock", got)
+	}
+	live := time.UnixMilli(t0.UnixMilli() + 1_000)
+	w.observe(1, t0.UnixMilli(), live.UnixMilli())
+	for range 2 {
+		if got := w.wakeThreshold(1, live); got != t0.UnixMilli() {
+			t.Fatalf("a live partition: threshold %d, want its clock every time", got)
+		}
+	}
+}
