@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/internal/metricvalue"
 )
 
 // TestTwoSidesProduceIdenticalOutputs dual-writes the same budgets and ad
@@ -15,7 +18,7 @@ import (
 // both sides end with exact spend and identical outputs on every topic.
 func TestTwoSidesProduceIdenticalOutputs(t *testing.T) {
 	primary, standby := kafkatest.Cluster(t).ListenAddrs(), kafkatest.Cluster(t).ListenAddrs()
-	startPipeline(t, testOptions(primary, SidePrimary))
+	pp, _ := startPipeline(t, testOptions(primary, SidePrimary))
 	startPipeline(t, testOptions(standby, SideStandby))
 	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{SidePrimary: primary, SideStandby: standby}})
 	if err != nil {
@@ -79,6 +82,37 @@ func TestTwoSidesProduceIdenticalOutputs(t *testing.T) {
 	}
 	if got := st["camp-019"].Status; got != StatusNoBudget {
 		t.Errorf("campaign without budget: status %s, want %s", got, StatusNoBudget)
+	}
+	checkLatencyMetrics(t, pp.opts.Registerer.(prometheus.Gatherer))
+}
+
+// checkLatencyMetrics: every input record of a stage has its hop delay
+// observed, and every applied SpendEvent its window's close-to-output
+// latency, in every service; all of them short on an idle test cluster.
+func checkLatencyMetrics(t *testing.T, g prometheus.Gatherer) {
+	t.Helper()
+	for _, stage := range Stages() {
+		events, _ := metricvalue.Get(g, "hotpair_stage_events_total", "service", stage)
+		hop, ok := metricvalue.Histogram(g, "hotpair_stage_hop_seconds", "service", stage)
+		if !ok || float64(hop.GetSampleCount()) != events || events == 0 {
+			t.Errorf("%s: %v hop delays observed for %v input records", stage, hop.GetSampleCount(), events)
+		}
+		if q := metricvalue.NativeOf(hop).Quantile(0.99); q > 10 {
+			t.Errorf("%s: hop p99 %.3fs", stage, q)
+		}
+		if stage == StageAggregator {
+			continue
+		}
+		out, ok := metricvalue.Histogram(g, "hotpair_window_output_latency_seconds", "service", stage)
+		dups, _ := metricvalue.Get(g, "hotpair_duplicates_total", "service", stage)
+		if !ok || out.GetSampleCount() == 0 || float64(out.GetSampleCount()) != events-dups {
+			t.Errorf("%s: %v output latencies observed for %v spend events (%v duplicates)", stage, out.GetSampleCount(), events, dups)
+		}
+		// A window closes on the partition clock, 2s lateness after its end,
+		// and its output follows within the wake-up interval.
+		if q := metricvalue.NativeOf(out).Quantile(0.99); q > 10 {
+			t.Errorf("%s: window close to output p99 %.3fs", stage, q)
+		}
 	}
 }
 
