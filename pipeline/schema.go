@@ -150,7 +150,13 @@ func (e *SpendEvent) DueAtOr(lateness time.Duration) time.Time {
 	return e.WindowEnd.Add(lateness)
 }
 
-// IsLate reports whether the SpendEvent carries a single late ad event.
+// IsLate reports whether the SpendEvent carries a single late ad event: its
+// id is campaign/window_start_ms/late/event_id (campaign ids have no slash).
 func (e *SpendEvent) IsLate() bool {
-	return strings.HasPrefix(e.ID[len(SpendID(e.Campaign, e.WindowStart)):], "/late/")
+	rest, ok := strings.CutPrefix(e.ID, e.Campaign+"/")
+	if !ok {
+		return false
+	}
+	i := strings.IndexByte(rest, '/')
+	return i >= 0 && strings.HasPrefix(rest[i:], "/late/")
 }

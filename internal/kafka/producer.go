@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -65,7 +66,12 @@ func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka
 	for k, v := range headers {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: v})
 	}
+	table := strings.HasSuffix(topic, tableSuffix)
 	p.cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) {
+		if !table {
+			finish(nil, err)
+			return
+		}
 		// goka reads the offset of a table write to store it with the state.
 		finish(&sarama.ProducerMessage{
 			Topic: r.Topic, Key: sarama.StringEncoder(key), Value: sarama.ByteEncoder(value),
@@ -74,6 +80,10 @@ func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka
 	})
 	return promise
 }
+
+// tableSuffix ends the name of every goka group table (goka.GroupTable):
+// only the promise of a table write needs the written record, for its offset.
+var tableSuffix = string(goka.GroupTable(""))
 
 // Close writes what is buffered (each record's promise is finished) and
 // closes the client.
