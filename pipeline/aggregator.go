@@ -40,6 +40,9 @@ type aggregator struct {
 func newAggregator(p *Pipeline) *stage {
 	a := aggregator{stage: newStage(p, StageAggregator), marks: newWatermarks(p.opts.IdleClose, p.opts.Window, p.opts.Lateness)}
 	a.threshold = a.marks.wakeThreshold
+	// A backlog's last panes wait for their partition to fall quiet: look
+	// at least that often.
+	a.wakeTick = min(p.opts.WakeInterval, quietAfter)
 	edges := append(a.edges(a.onWake),
 		goka.Input(goka.Stream(p.topics.AdEvents), new(codec.Bytes), a.onAdEvent),
 		goka.Output(goka.Stream(p.topics.Spend), new(codec.Bytes)),
@@ -66,12 +69,16 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 	}
 	a.observeLag(recv.Sub(ev.TS))
 	p, tsMs := ctx.Partition(), ev.TS.UnixMilli()
-	if a.marks.observe(p, tsMs, recv.UnixMilli()) && recv.Sub(ev.TS) < a.p.opts.Window {
-		// Live, the partition's clock passed a window close: send the
-		// wake-ups of the panes due now rather than at the next tick. On a
-		// backlog the campaigns' own events close most panes sooner than
-		// wake-ups could, at no extra cost; the tick closes the rest.
-		a.wakeNow()
+	if a.marks.observe(p, tsMs, recv.UnixMilli()) {
+		// The partition's clock passed a window close. Live, the wake-ups of
+		// the panes due now go out at once. Behind (a backlog), the
+		// campaigns' own events close most panes sooner, at no extra cost:
+		// wake-ups go out if the partition falls quiet (see wakeThreshold).
+		if recv.Sub(ev.TS) < a.p.opts.Window {
+			a.wakeNow()
+		} else {
+			a.wakeWhenQuiet()
+		}
 	}
 	clock := a.marks.at(p, recv)
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -31,6 +32,8 @@ type stage struct {
 	// threshold is the clock wake-ups are due by, per input partition:
 	// the wall clock, or the aggregator's watermarks.
 	threshold func(partition int32, now time.Time) int64
+	// wakeTick is how often due wake-ups are looked for (WakeInterval).
+	wakeTick time.Duration
 
 	sampler sampler
 	gate    gate
@@ -38,6 +41,8 @@ type stage struct {
 	// wakeC asks wakeLoop to send the due wake-ups now rather than at its
 	// next tick: a partition's clock passed a window close.
 	wakeC chan struct{}
+	// quietCheck is set while a wakeWhenQuiet timer is pending.
+	quietCheck atomic.Bool
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running processor; nil between runs
@@ -77,6 +82,7 @@ func newStage(p *Pipeline, name string) *stage {
 		},
 	}
 	st.threshold = func(_ int32, now time.Time) int64 { return now.UnixMilli() }
+	st.wakeTick = p.opts.WakeInterval
 	st.wake.Assign(nil) // until the group assigns partitions
 	st.gate.init()
 	return st
@@ -201,7 +207,7 @@ func (st *stage) restart() bool {
 // stage's loop topic. The loop topic is co-partitioned with the input, so a
 // wake-up reaches the instance that owns the key.
 func (st *stage) wakeLoop(ctx context.Context) {
-	t := time.NewTicker(st.p.opts.WakeInterval)
+	t := time.NewTicker(st.wakeTick)
 	defer t.Stop()
 	for {
 		select {
@@ -238,6 +244,17 @@ func (st *stage) sendWakeups(ctx context.Context, now time.Time) {
 }
 
 const wakeBatch = 10_000
+
+// wakeWhenQuiet asks the wake loop to look again once a busy partition may
+// have fallen quiet, rather than at its next tick.
+func (st *stage) wakeWhenQuiet() {
+	if st.quietCheck.CompareAndSwap(false, true) {
+		time.AfterFunc(quietAfter+5*time.Millisecond, func() {
+			st.quietCheck.Store(false)
+			st.wakeNow()
+		})
+	}
+}
 
 // wakeNow asks the wake loop to send the due wake-ups without waiting for
 // its tick.
