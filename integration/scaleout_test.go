@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,9 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/internal/changes"
+	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/testbin"
-	"github.com/hotpair/hotpair/internal/zkserver"
+	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/pipeline"
 )
@@ -38,7 +38,7 @@ func TestScaleOutAcrossProcesses(t *testing.T) {
 		sample         = 500 * time.Millisecond
 	)
 	brokers := kafkatest.Cluster(t, kfake.GroupMinSessionTimeout(500*time.Millisecond)).ListenAddrs()
-	zkAddr := zkserver.ForTest(t)
+	zkAddr := zktest.Addr(t)
 	root := fmt.Sprintf("/hotpair-test/scaleout-%d", time.Now().UnixNano())
 	config := filepath.Join(t.TempDir(), "pipeline.yml")
 	if err := os.WriteFile(config, fmt.Appendf(nil, `side: primary
@@ -54,16 +54,15 @@ zk: {servers: ["%s"], root: %s}
 		t.Fatal(err)
 	}
 	instances := []string{"scale-1", "scale-2", "scale-3"}
-	procs := map[string]*process{}
+	procs := map[string]*testbin.Process{}
 	for _, id := range instances {
-		procs[id] = startPipeline(t, config, id)
+		procs[id] = testbin.Start(t, "pipeline", "--config", config, "--instance", id)
 	}
 
 	cov := newCoverage(t, brokers, sample)
-	eventually(t, 90*time.Second, "three instances registered per stage", func() bool {
-		return registered(t, zkAddr, root) == 3
-	})
-	eventually(t, 90*time.Second, "every stage's partitions spread over the three instances", func() bool {
+	statuses := kafkatest.Follow(t, brokers, pipeline.TopicsWithPrefix("").BudgetStatus)
+	waitRegistered(t, zktest.Conn(t, zkAddr, nil), root, len(instances))
+	changestest.WaitFor(t, &cov.changes, 90*time.Second, "every stage's partitions spread over the three instances", func() bool {
 		return cov.spread(instances, partitions) == ""
 	})
 	t.Logf("spread: %s", cov.describe())
@@ -93,14 +92,14 @@ zk: {servers: ["%s"], root: %s}
 				batch, i, k, price, time.Now().UTC().Format(time.RFC3339Nano)), nil, time.Now())
 		}
 		if batch == 8 {
-			procs[killed].kill()
+			procs[killed].Kill()
 			killedAt = time.Now()
 			cov.forget(killed, partitions)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	survivors := []string{instances[0], instances[2]}
-	eventually(t, 60*time.Second, "the killed instance's partitions taken over", func() bool {
+	changestest.WaitFor(t, &cov.changes, 60*time.Second, "the killed instance's partitions taken over", func() bool {
 		return cov.spread(survivors, partitions) == ""
 	})
 	takeover := cov.coveredAt().Sub(killedAt)
@@ -109,67 +108,47 @@ zk: {servers: ["%s"], root: %s}
 	if msg := cov.monitorCoverage(survivors); msg != "" {
 		t.Fatalf("the monitor's view: %s", msg)
 	}
-	eventually(t, 90*time.Second, "every campaign's spend exact", func() bool {
-		return spendMismatch(t, brokers, truth) == ""
+	statuses.Until(t, 90*time.Second, func(records []*kgo.Record) string {
+		return spendMismatch(kafkatest.LatestOf(records), truth)
 	})
 }
 
-// process is a `hotpair pipeline` child process.
-type process struct {
-	cmd  *exec.Cmd
-	out  testbin.Buffer
-	done chan struct{}
-}
-
-func startPipeline(t *testing.T, config, instance string) *process {
+// waitRegistered waits, on ZooKeeper watches, until every stage has n
+// instances registered.
+func waitRegistered(t *testing.T, conn *zk.Conn, root string, n int) {
 	t.Helper()
-	p := &process{done: make(chan struct{})}
-	p.cmd = exec.Command(testbin.Hotpair(t), "pipeline", "--config", config, "--instance", instance)
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", instance, tail(p.out.String()))
-		}
-	})
-	return p
-}
-
-// kill sends SIGKILL: no clean leave of the groups, no offset commit.
-func (p *process) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// registered returns the fewest instances registered for any stage.
-func registered(t *testing.T, addr, root string) int {
-	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fewest := -1
+	deadline := time.After(90 * time.Second)
 	for _, stage := range pipeline.Stages() {
-		kids, _, _ := conn.Children(root + "/instances/" + pipeline.SidePrimary + "/" + stage)
-		if fewest < 0 || len(kids) < fewest {
-			fewest = len(kids)
+		node := root + "/instances/" + pipeline.SidePrimary + "/" + stage
+		for {
+			kids, _, ev, err := conn.ChildrenW(node)
+			if err == zk.ErrNoNode {
+				_, _, ev, err = conn.ExistsW(node)
+			}
+			if err != nil {
+				t.Fatalf("watching %s: %v", node, err)
+			}
+			if len(kids) == n {
+				break
+			}
+			select {
+			case <-ev:
+			case <-deadline:
+				t.Fatalf("%s: %d instances registered, want %d", node, len(kids), n)
+			}
 		}
 	}
-	return fewest
 }
 
 // coverage reads the health samples of the cluster: each instance's latest
 // assigned partitions per stage, and the monitor's aggregation of them.
 type coverage struct {
-	mu     sync.Mutex
-	latest map[string]map[string]pipeline.HealthSample // stage -> instance -> newest sample
-	at     map[string]map[string]time.Time             // when it arrived
-	agg    *core.Aggregator
-	gone   map[string]bool
+	changes changes.Feed // every batch of samples read
+	mu      sync.Mutex
+	latest  map[string]map[string]pipeline.HealthSample // stage -> instance -> newest sample
+	at      map[string]map[string]time.Time             // when it arrived
+	agg     *core.Aggregator
+	gone    map[string]bool
 	// after forget: the partitions to cover, and the arrival of the first
 	// sample with which the remaining instances covered them in every stage
 	total   int32
@@ -213,6 +192,7 @@ func newCoverage(t *testing.T, brokers []string, sample time.Duration) *coverage
 				}
 				c.mu.Unlock()
 			})
+			c.changes.Notify()
 		}
 	}()
 	return c
@@ -318,9 +298,8 @@ func (c *coverage) monitorCoverage(instances []string) string {
 }
 
 // spendMismatch returns "" when every campaign's lifetime spend in the
-// budget statuses equals truth.
-func spendMismatch(t *testing.T, brokers []string, truth map[string]int64) string {
-	latest := kafkatest.Latest(t, brokers, pipeline.TopicsWithPrefix("").BudgetStatus)
+// latest budget statuses equals truth.
+func spendMismatch(latest map[string][]byte, truth map[string]int64) string {
 	for c, want := range truth {
 		st, err := pipeline.DecodeBudgetStatus(latest[c])
 		if err != nil || st.SpentLifetimeMicros != want {

@@ -4,55 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/testbin"
 )
-
-// pipelineProcess runs `hotpair pipeline` as a child process.
-type pipelineProcess struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	out  testbin.Buffer
-	done chan struct{}
-}
-
-func startProcess(t *testing.T, config string) *pipelineProcess {
-	t.Helper()
-	p := &pipelineProcess{t: t, done: make(chan struct{})}
-	p.cmd = exec.Command(testbin.Hotpair(t), "pipeline", "--config", config)
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("pipeline process output:\n%s", tail(p.out.String(), 4000))
-		}
-	})
-	return p
-}
-
-// kill sends SIGKILL: no shutdown, no offset commit, no flush.
-func (p *pipelineProcess) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
 
 // TestKilledProcessRestartsWithExactTotals kills a pipeline process with
 // SIGKILL in the middle of a stream and restarts it; state comes back from
@@ -74,7 +33,7 @@ health: {sample_interval: 1s}
 http: {listen: "127.0.0.1:0"}
 `, brokers[0], backend, filepath.Join(dir, "state")))
 
-			proc := startProcess(t, config)
+			proc := testbin.Start(t, "pipeline", "--config", config)
 			in, err := NewIngester(IngestOptions{Clusters: map[string][]string{SidePrimary: brokers}})
 			if err != nil {
 				t.Fatal(err)
@@ -92,17 +51,17 @@ http: {listen: "127.0.0.1:0"}
 				}
 				switch batch {
 				case 6:
-					proc.kill()
+					proc.Kill()
 				case 9:
-					proc = startProcess(t, config)
+					proc = testbin.Start(t, "pipeline", "--config", config)
 				}
 				// Traffic is spread over 4 s, so that the kill and the
 				// restart fall mid-stream (not a wait for a condition).
 				time.Sleep(250 * time.Millisecond)
 			}
 			waitStatuses(t, brokers, 90*time.Second, spentIs(w.truth))
-			if !strings.Contains(proc.out.String(), "pipeline starting") {
-				t.Fatalf("restarted process did not start: %s", proc.out.String())
+			if !strings.Contains(proc.Out.String(), "pipeline starting") {
+				t.Fatalf("restarted process did not start: %s", proc.Out.String())
 			}
 		})
 	}

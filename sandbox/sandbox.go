@@ -476,7 +476,8 @@ func (ps sidePipes) Ready() bool {
 			return false
 		}
 	}
-	return true}
+	return true
+}
 
 func (s *Sandbox) startIngest(context.Context) error {
 	in, err := pipeline.NewIngester(pipeline.IngestOptions{

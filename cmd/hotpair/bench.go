@@ -95,7 +95,11 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 		return 1
 	}
 	if *asJSON {
-		return writeJSON(a, res)
+		if err := printJSON(a.stdout, res); err != nil {
+			fmt.Fprintf(a.stderr, "hotpair bench pipeline: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	writeBenchText(a.stdout, res)
 	return 0
