@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,8 +123,11 @@ func waitRegistered(t *testing.T, conn *zk.Conn, root string, n int) {
 		node := root + "/instances/" + pipeline.SidePrimary + "/" + stage
 		for {
 			kids, _, ev, err := conn.ChildrenW(node)
-			if err == zk.ErrNoNode {
-				_, _, ev, err = conn.ExistsW(node)
+			if errors.Is(err, zk.ErrNoNode) {
+				var exists bool
+				if exists, _, ev, err = conn.ExistsW(node); err == nil && exists {
+					continue // created meanwhile: watch its children
+				}
 			}
 			if err != nil {
 				t.Fatalf("watching %s: %v", node, err)
