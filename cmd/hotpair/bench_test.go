@@ -1,17 +1,11 @@
 package main
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // Bad arguments to hotpair bench print the usage and exit 2, before any
 // cluster starts.
 func TestBenchBadUsage(t *testing.T) {
-	for name, tc := range map[string]struct {
-		args []string
-		want string
-	}{
+	checkBadUsage(t, map[string]usageCase{
 		"bench alone":         {[]string{"bench"}, "usage: hotpair bench SUBCOMMAND"},
 		"bench unknown":       {[]string{"bench", "monitor"}, `unknown subcommand "monitor"`},
 		"no campaigns":        {[]string{"bench", "pipeline", "--campaigns", "0"}, "--campaigns must be at least 1"},
@@ -23,15 +17,5 @@ func TestBenchBadUsage(t *testing.T) {
 		"unknown flag":        {[]string{"bench", "pipeline", "--campains", "10"}, "flag provided but not defined"},
 		"sandbox instances":   {[]string{"sandbox", "--instances", "0"}, "--instances must be between 1 and 16"},
 		"sandbox partitions":  {[]string{"sandbox", "--partitions", "100"}, "--partitions between 1 and 64"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			code, _, stderr := opRun(tc.args...)
-			if code != 2 {
-				t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr)
-			}
-			if !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "usage: hotpair") {
-				t.Fatalf("stderr lacks %q and the usage:\n%s", tc.want, stderr)
-			}
-		})
-	}
+	})
 }

@@ -24,10 +24,7 @@ func TestOperatorToolsBadUsage(t *testing.T) {
 	set := func(extra ...string) []string {
 		return append(append([]string{"override", "set"}, zkf...), extra...)
 	}
-	for name, tc := range map[string]struct {
-		args []string
-		want string
-	}{
+	checkBadUsage(t, map[string]usageCase{
 		"override alone":          {[]string{"override"}, "set or clear?"},
 		"override unknown":        {[]string{"override", "remove"}, `unknown subcommand "remove"`},
 		"set without reason":      {set("--service", "budget", "--side", "standby", "--for", "1h"), "--reason is required"},
@@ -49,7 +46,18 @@ func TestOperatorToolsBadUsage(t *testing.T) {
 		"monitor simulate usage":  {[]string{"monitor", "simulate"}, "usage: hotpair monitor simulate"},
 		"monitor unknown flag":    {[]string{"monitor", "--cfg", "x.yml"}, "flag provided but not defined"},
 		"override set positional": {set("--service", "budget", "--side", "standby", "--reason", "x", "--for", "1h", "extra"), "unexpected argument"},
-	} {
+	})
+}
+
+// usageCase is a command line that must print want and the usage, and exit 2.
+type usageCase struct {
+	args []string
+	want string
+}
+
+func checkBadUsage(t *testing.T, cases map[string]usageCase) {
+	t.Helper()
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			code, _, stderr := opRun(tc.args...)
 			if code != 2 {
