@@ -54,6 +54,9 @@ func newAggregator(p *Pipeline) *stage {
 
 func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 	recv := a.receive(ctx)
+	if ts := ctx.Timestamp(); !ts.IsZero() { // when the ad event was written
+		a.m.hopLag.Observe(max(recv.Sub(ts), 0).Seconds())
+	}
 	raw, _ := msg.([]byte)
 	ev, err := DecodeAdEvent(raw)
 	if err == nil {

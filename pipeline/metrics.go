@@ -13,7 +13,6 @@ type metrics struct {
 	events       *prometheus.CounterVec
 	lag          *prometheus.HistogramVec
 	hopLag       *prometheus.HistogramVec
-	hop          *prometheus.HistogramVec
 	outputDelay  *prometheus.HistogramVec
 	deadLetters  *prometheus.CounterVec
 	duplicates   *prometheus.CounterVec
@@ -52,14 +51,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: lagBuckets,
 		}, stage),
 		hopLag: f.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "hotpair_stage_hop_lag_seconds",
-			Help:    "Per-hop lag of a service: receive time minus the SpendEvent's emitted_at (the aggregator's wall clock). It pinpoints a slow hop; it is blind to a late aggregator.",
-			Buckets: lagBuckets,
-		}, stage),
-		hop: f.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "hotpair_stage_hop_seconds",
-			Help: "Emit-to-consume delay of a stage's input records: receive time minus the record's Kafka timestamp " +
-				"(set when its producer emitted it). For a service, the aggregator-to-service hop; for the aggregator, the ingest hop.",
+			Name: "hotpair_stage_hop_lag_seconds",
+			Help: "Per-hop lag where a stage receives a record: receive time minus the SpendEvent's emitted_at (services: the " +
+				"aggregator → service hop) or the ad event record's Kafka timestamp (aggregator: the ingest hop). It pinpoints a " +
+				"slow hop; it is blind to a late aggregator.",
 			Buckets:                     latencyBuckets,
 			NativeHistogramBucketFactor: nativeBucketFactor,
 		}, stage),

@@ -93,7 +93,7 @@ func checkLatencyMetrics(t *testing.T, g prometheus.Gatherer) {
 	t.Helper()
 	for _, stage := range Stages() {
 		events, _ := metricvalue.Get(g, "hotpair_stage_events_total", "service", stage)
-		hop, ok := metricvalue.Histogram(g, "hotpair_stage_hop_seconds", "service", stage)
+		hop, ok := metricvalue.Histogram(g, "hotpair_stage_hop_lag_seconds", "service", stage)
 		if !ok || float64(hop.GetSampleCount()) != events || events == 0 {
 			t.Errorf("%s: %v hop delays observed for %v input records", stage, hop.GetSampleCount(), events)
 		}

@@ -59,7 +59,7 @@ type stageMetrics struct {
 	events, duplicates, late, outputs, restarts prometheus.Counter
 	samples, sampleErrors, wakeups              prometheus.Counter
 	paused, partitions, pendingWakes, rateLimit prometheus.Gauge
-	lag, hopLag, hop, outputDelay               prometheus.Observer
+	lag, hopLag, outputDelay                    prometheus.Observer
 	deadLetters                                 *prometheus.CounterVec
 }
 
@@ -77,7 +77,7 @@ func newStage(p *Pipeline, name string) *stage {
 			outputs: m.outputs.With(l), restarts: m.restarts.With(l), samples: m.samples.With(l),
 			sampleErrors: m.sampleErrors.With(l), wakeups: m.wakeups.With(l), paused: m.paused.With(l), rateLimit: m.rateLimit.With(l),
 			partitions: m.partitions.With(l), pendingWakes: m.pendingWakes.With(l), lag: m.lag.With(l), hopLag: m.hopLag.With(l),
-			hop: m.hop.With(l), outputDelay: m.outputDelay.With(l),
+			outputDelay: m.outputDelay.With(l),
 			deadLetters: m.deadLetters.MustCurryWith(l),
 		},
 	}
@@ -301,11 +301,7 @@ func (st *stage) receive(ctx goka.Context) time.Time {
 	st.limit.wait(ctx.Context())
 	st.sampler.received()
 	st.m.events.Inc()
-	now := time.Now()
-	if ts := ctx.Timestamp(); !ts.IsZero() {
-		st.m.hop.Observe(max(now.Sub(ts), 0).Seconds())
-	}
-	return now
+	return time.Now()
 }
 
 func (st *stage) observeLag(lag time.Duration) {

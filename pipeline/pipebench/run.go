@@ -168,8 +168,8 @@ func (m pipeMetrics) snapshot() snapshots {
 		return metricvalue.NativeOf(h)
 	}
 	return snapshots{
-		ingestHop:     get("hotpair_stage_hop_seconds", pipeline.StageAggregator),
-		spendHop:      get("hotpair_stage_hop_seconds", pipeline.StageBudget),
+		ingestHop:     get("hotpair_stage_hop_lag_seconds", pipeline.StageAggregator),
+		spendHop:      get("hotpair_stage_hop_lag_seconds", pipeline.StageBudget),
 		closeToStatus: get("hotpair_window_output_latency_seconds", pipeline.StageBudget),
 	}
 }
