@@ -64,7 +64,9 @@ type Options struct {
 	Window, Lateness, MaxFuture, IdleClose time.Duration
 	// SampleInterval is how often every stage writes a HealthSample (default 10s).
 	SampleInterval time.Duration
-	// WakeInterval is how often due timer wake-ups are sent (default 250ms).
+	// WakeInterval is how often due timer wake-ups are looked for (default
+	// 250ms; the aggregator looks at least every 100 ms, and at once when a
+	// live partition's clock passes a window close).
 	WakeInterval time.Duration
 
 	Pacer  PacerConfig
