@@ -17,27 +17,7 @@ var benchSubcommands = []command{
 }
 
 func runBench(ctx context.Context, a *app, args []string) int {
-	if len(args) > 0 {
-		for _, c := range benchSubcommands {
-			if c.name == args[0] {
-				return c.run(ctx, a, args[1:])
-			}
-		}
-	}
-	w := a.stderr
-	help := len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")
-	if len(args) > 0 && !help {
-		fmt.Fprintf(w, "hotpair bench: unknown subcommand %q\n\n", args[0])
-	}
-	fmt.Fprintln(w, "usage: hotpair bench SUBCOMMAND [flags]\n\nsubcommands:")
-	for _, c := range benchSubcommands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w, "\nRun 'hotpair bench SUBCOMMAND -h' for its flags; docs/pipeline.md has the details.")
-	if help {
-		return 0
-	}
-	return 2
+	return runSubcommand(ctx, a, "bench", "docs/pipeline.md", benchSubcommands, args)
 }
 
 // runBenchPipeline is "hotpair bench pipeline": the measurement of

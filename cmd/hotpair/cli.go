@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -70,4 +71,31 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// runSubcommand runs the subcommand of command ("replay", "bench") named by
+// args[0]; without one, or with an unknown one, it prints the subcommands
+// and where doc has the details, and returns 2 (0 for -h).
+func runSubcommand(ctx context.Context, a *app, command, doc string, subs []command, args []string) int {
+	if len(args) > 0 {
+		for _, c := range subs {
+			if c.name == args[0] {
+				return c.run(ctx, a, args[1:])
+			}
+		}
+	}
+	w := a.stderr
+	help := len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")
+	if len(args) > 0 && !help {
+		fmt.Fprintf(w, "hotpair %s: unknown subcommand %q\n\n", command, args[0])
+	}
+	fmt.Fprintf(w, "usage: hotpair %s SUBCOMMAND [flags]\n\nsubcommands:\n", command)
+	for _, c := range subs {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'hotpair %s SUBCOMMAND -h' for its flags; %s has the details.\n", command, doc)
+	if help {
+		return 0
+	}
+	return 2
 }

@@ -28,26 +28,7 @@ var replaySubcommands = []command{
 }
 
 func runReplay(ctx context.Context, a *app, args []string) int {
-	if len(args) > 0 {
-		for _, c := range replaySubcommands {
-			if c.name == args[0] {
-				return c.run(ctx, a, args[1:])
-			}
-		}
-	}
-	w := a.stderr
-	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
-		fmt.Fprintf(w, "hotpair replay: unknown subcommand %q\n\n", args[0])
-	}
-	fmt.Fprintln(w, "usage: hotpair replay SUBCOMMAND [flags]\n\nsubcommands:")
-	for _, c := range replaySubcommands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w, "\nRun 'hotpair replay SUBCOMMAND -h' for its flags; docs/replay.md has the details.")
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		return 0
-	}
-	return 2
+	return runSubcommand(ctx, a, "replay", "docs/replay.md", replaySubcommands, args)
 }
 
 // parseMixed parses flags that may come before or after positional
