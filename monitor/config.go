@@ -33,6 +33,7 @@ type Config struct {
 	Services []string      `yaml:"services"`
 	HTTP     HTTPConfig    `yaml:"http"`
 	History  HistoryConfig `yaml:"history"`
+	Record   RecordConfig  `yaml:"record"`
 
 	core.Config `yaml:",inline"`
 }
@@ -75,15 +76,30 @@ type HTTPConfig struct {
 	Listen string `yaml:"listen"`
 }
 
-// HistoryConfig bounds the in-memory history behind the on-call page.
+// HistoryConfig bounds each replica's copy of the decision record, behind
+// the on-call page and /api/v1/history.
 type HistoryConfig struct {
-	// Retention is how far back the charts go. Default 6h.
+	// Retention is how far back the charts go, and how far back a replica
+	// reads the record when it starts. Default 6h.
 	Retention time.Duration `yaml:"retention"`
 	// MaxPoints caps the windows kept per service (short windows and a long
 	// retention would otherwise grow without bound). Default 2000.
 	MaxPoints int `yaml:"max_points"`
-	// Switches is how many switches the page lists. Default 100.
+	// Switches is how many decisions (switches, degraded, overrides,
+	// stagger) a replica keeps and the page lists. Default 100.
 	Switches int `yaml:"switches"`
+}
+
+// RecordConfig is the decision record: the topic hotpair-decisions
+// (<topic_prefix>hotpair-decisions) on both clusters.
+type RecordConfig struct {
+	// Retention is the topic's retention.ms: how long the record lasts. The
+	// monitor creates the topic with it and sets it on a topic that has
+	// another. Default 720h (30 days); at least history.retention.
+	Retention time.Duration `yaml:"retention"`
+	// Replication is the topic's replication factor when the monitor
+	// creates it. Default 3; 1 on a single-broker cluster.
+	Replication int16 `yaml:"replication"`
 }
 
 // DefaultConfig returns a config with every default set and no servers.
@@ -93,6 +109,7 @@ func DefaultConfig() Config {
 		Services: pipeline.Services(),
 		HTTP:     HTTPConfig{Listen: ":9470"},
 		History:  HistoryConfig{Retention: 6 * time.Hour, MaxPoints: 2000, Switches: 100},
+		Record:   RecordConfig{Retention: 30 * 24 * time.Hour, Replication: 3},
 		Config:   core.DefaultConfig(),
 	}
 }
@@ -172,6 +189,13 @@ func (c Config) Validate() error {
 	}
 	if c.History.Switches < 1 || c.History.Switches > 10_000 {
 		bad("history.switches", "must be between 1 and 10000 (e.g. 100), got %d", c.History.Switches)
+	}
+	if c.Record.Retention < c.History.Retention || c.Record.Retention < time.Hour {
+		bad("record.retention", "must be at least 1h and at least history.retention (%s), so that a restarted replica finds its page's history in the record (e.g. 720h), got %s",
+			c.History.Retention, c.Record.Retention)
+	}
+	if c.Record.Replication < 1 {
+		bad("record.replication", "must be at least 1 (e.g. 3; 1 on a single-broker cluster), got %d", c.Record.Replication)
 	}
 	if err := c.Config.Validate(); err != nil {
 		// The core's keys are top-level keys of this file.

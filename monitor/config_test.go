@@ -22,7 +22,7 @@ func TestExampleConfigIsTheDefaults(t *testing.T) {
 	}
 	d := DefaultConfig()
 	if c.Window != d.Window || c.Decision != d.Decision || c.Rules != d.Rules || c.Stagger != d.Stagger ||
-		c.History != d.History || c.HTTP != d.HTTP || c.ZK.Root != d.ZK.Root || c.ZK.SessionTimeout != d.ZK.SessionTimeout ||
+		c.History != d.History || c.Record != d.Record || c.HTTP != d.HTTP || c.ZK.Root != d.ZK.Root || c.ZK.SessionTimeout != d.ZK.SessionTimeout ||
 		strings.Join(c.Services, ",") != strings.Join(d.Services, ",") {
 		t.Fatalf("testdata/monitor.yml differs from the defaults it documents:\n got %+v\nwant %+v", c, d)
 	}

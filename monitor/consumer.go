@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -18,33 +20,34 @@ type received struct {
 	at     time.Time
 }
 
-// consumer reads hotpair-health of one cluster and hands every good sample
-// to out. Each cluster has its own client and goroutine, so a dead or slow
-// cluster only ever delays its own samples: evaluation runs on its own
-// ticker regardless.
-//
-// Every replica reads every partition, without a consumer group, starting
-// at the records produced since the replica started (from): the first
-// window then holds exactly the samples of its own time span. Older samples
-// are not replayed: a window merges samples by receive time, so they would
-// count as fresh heartbeats of a side that may have died since.
-type consumer struct {
-	side    string
-	brokers []string
-	topic   string
-	log     *slog.Logger
-	m       *metrics
-	out     chan<- received
-	now     func() time.Time
-	from    time.Time
+// tail reads one topic of one cluster from a point in time on and hands
+// every record to take. Each cluster has its own client and goroutine, so
+// a dead or slow cluster only ever delays its own records: evaluation runs
+// on its own ticker regardless. Every replica reads every partition,
+// without a consumer group.
+type tail struct {
+	side     string
+	brokers  []string
+	clientID string
+	topic    string
+	// what the topic holds, for the logs ("health samples", "decision record").
+	what string
+	// from: the first record read is the first one produced at or after it.
+	from time.Time
+	log  *slog.Logger
+	// errs counts read errors; bad counts bad records by reason.
+	errs prometheus.Counter
+	bad  *prometheus.CounterVec
+	now  func() time.Time
+	// take handles one record read at `at`: it returns the reason the record
+	// is bad ("" when good), and false when ctx ended while it waited.
+	take func(ctx context.Context, r *kgo.Record, at time.Time) (bad string, ok bool)
 	// opts are extra franz-go options (tests shorten timeouts).
 	opts []kgo.Opt
 }
 
-func (c *consumer) run(ctx context.Context) error {
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(c.brokers...),
-		kgo.ClientID("hotpair-monitor-" + c.side),
+func (c *tail) run(ctx context.Context) error {
+	cl, err := kafka.NewClient(c.brokers, c.clientID, append([]kgo.Opt{
 		kgo.ConsumeTopics(c.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(c.from.UnixMilli())),
 		kgo.FetchMaxWait(time.Second),
@@ -62,35 +65,57 @@ func (c *consumer) run(ctx context.Context) error {
 			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 				return
 			}
-			c.m.consumerErrors.WithLabelValues(c.side).Inc()
+			c.errs.Inc()
 			if n, ok := errs.allow(); ok {
-				c.log.Warn("reading health samples failed", "side", c.side, "topic", topic, "partition", p, "err", err, "suppressed", n)
+				c.log.Warn("reading "+c.what+" failed", "side", c.side, "topic", topic, "partition", p, "err", err, "suppressed", n)
 			}
 		})
 		at := c.now()
 		for _, r := range fs.Records() {
-			s, reason := c.decode(r)
+			reason, ok := c.take(ctx, r, at)
+			if !ok {
+				return nil
+			}
 			if reason != "" {
-				c.m.badSamples.WithLabelValues(c.side, reason).Inc()
+				c.bad.WithLabelValues(reason).Inc()
 				if n, ok := bad.allow(); ok {
-					c.log.Warn("bad health sample skipped", "side", c.side, "reason", reason,
+					c.log.Warn("bad record skipped: "+c.what, "side", c.side, "reason", reason,
 						"key", string(r.Key), "partition", r.Partition, "offset", r.Offset, "suppressed", n)
 				}
-				continue
-			}
-			c.m.samples.WithLabelValues(c.side).Inc()
-			select {
-			case c.out <- received{sample: s, at: at}:
-			case <-ctx.Done():
-				return nil
 			}
 		}
 	}
 	return nil
 }
 
-// decode returns the sample or the reason it is bad.
-func (c *consumer) decode(r *kgo.Record) (pipeline.HealthSample, string) {
+// healthTail reads hotpair-health of one cluster and hands every good
+// sample to out. It starts at the records produced since the replica
+// started (from): the first window then holds exactly the samples of its
+// own time span. Older samples are not replayed: a window merges samples
+// by receive time, so they would count as fresh heartbeats of a side that
+// may have died since.
+func (m *Monitor) healthTail(side string, brokers []string, from time.Time, out chan<- received) *tail {
+	return &tail{side: side, brokers: brokers, clientID: "hotpair-monitor-" + side,
+		topic: pipeline.TopicsWithPrefix(m.cfg.TopicPrefix).Health, what: "health samples",
+		from: from, log: m.log, errs: m.m.consumerErrors.WithLabelValues(side), bad: m.m.badSamples.MustCurryWith(prometheus.Labels{"side": side}),
+		now: time.Now, opts: m.kopts,
+		take: func(ctx context.Context, r *kgo.Record, at time.Time) (string, bool) {
+			s, reason := decodeSample(side, r)
+			if reason != "" {
+				return reason, true
+			}
+			m.m.samples.WithLabelValues(side).Inc()
+			select {
+			case out <- received{sample: s, at: at}:
+				return "", true
+			case <-ctx.Done():
+				return "", false
+			}
+		}}
+}
+
+// decodeSample returns the sample or the reason it is bad.
+func decodeSample(side string, r *kgo.Record) (pipeline.HealthSample, string) {
 	s, err := pipeline.DecodeHealthSample(r.Value)
 	if err != nil {
 		if reason := string(pipeline.ReasonOf(err)); reason != "" {
@@ -98,7 +123,7 @@ func (c *consumer) decode(r *kgo.Record) (pipeline.HealthSample, string) {
 		}
 		return s, "invalid"
 	}
-	if s.Side != c.side {
+	if s.Side != side {
 		// A sample read on one side's cluster speaks for that side only.
 		return s, "wrong_side"
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/internal/zktest"
+	"github.com/hotpair/hotpair/monitor/decisions"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -42,5 +43,16 @@ func TestDeadClusterDoesNotDelayEvaluation(t *testing.T) {
 	t.Logf("3 more windows closed in %s while the primary cluster was dead", time.Since(start))
 	if got := r.metric(t, "hotpair_monitor_samples_total", "side", "standby"); got <= standbySamples {
 		t.Fatalf("standby samples stopped with the primary cluster: %g -> %g", standbySamples, got)
+	}
+	// The dead cluster did not hold up the decision record either: the
+	// standby's copy has the failover, and the page lists it.
+	waitFor(t, &r.changes, 5*time.Second, "the failover read back from the standby's copy", func() bool {
+		sw := budgetSwitches(r)
+		return len(sw) == 1 && sw[0].To == pipeline.SideStandby
+	})
+	es, _, err := decisions.Read(t.Context(), decisions.ReadOptions{Sources: []decisions.Source{{Side: s.side, Brokers: s.brokers}},
+		Filter: decisions.Filter{Service: "budget", Kinds: []decisions.Kind{decisions.KindSwitch}}})
+	if err != nil || len(es) != 2 || es[1].Cause != "failover" {
+		t.Fatalf("the standby's copy of the record: %+v, %v", es, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/core"
+	"github.com/hotpair/hotpair/monitor/decisions"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -21,8 +22,8 @@ type snapshot struct {
 // of its own ticker (so a dead cluster or ZooKeeper never delays it),
 // applies override changes between windows, and restores the persisted
 // state the publisher reads. In this order, per window: Tick the engine,
-// export metrics and history, offer every decision to the publisher (which
-// persists it before it reports a switch).
+// export metrics, offer every decision with the window's verdicts to the
+// publisher (which persists it before it reports a switch and records it).
 type evaluator struct {
 	m        *Monitor
 	engine   *core.Engine
@@ -83,8 +84,7 @@ func (e *evaluator) tick(now time.Time) {
 		e.stagger[d.Service] = sv.Detail
 		e.m.m.stagger.WithLabelValues(d.Service).Set(b2f(sv.Violated))
 		e.exportVerdicts(d.Service)
-		e.m.hist.addPoint(d.Service, e.point(d.Service, d.State.Active, now))
-		e.offer(d)
+		e.offer(d, true)
 	}
 	e.m.evaluated.Store(true)
 	e.publishSnapshot(now)
@@ -110,7 +110,7 @@ func (e *evaluator) restore(msg restoreMsg, now time.Time) {
 	if e.gen > 0 {
 		for _, svc := range e.m.cfg.Services {
 			if st := e.engine.State(svc); !restored[svc] && st.Active != "" {
-				e.offerState(st, false, e.kinds[svc])
+				e.offerState(st, false, e.kinds[svc], false)
 			}
 		}
 		// An override may have begun or ended since the old leader wrote.
@@ -132,15 +132,16 @@ func (e *evaluator) redecide(now time.Time) {
 		if d.OverrideEnded {
 			e.m.log.Info("override ended", "service", d.Service, "active", d.State.Active)
 		}
-		e.offer(d)
+		e.offer(d, false)
 	}
 	e.publishSnapshot(e.snapshotTime())
 	e.armExpiry(now)
 }
 
 // offer exports a decision's gauges and, while leading, hands it to the
-// publisher.
-func (e *evaluator) offer(d core.Decision) {
+// publisher; closed says it ends the window e.last (its verdicts are
+// offered too, for the decision record).
+func (e *evaluator) offer(d core.Decision, closed bool) {
 	e.kinds[d.Service] = d.Kind.String()
 	e.exportDecision(d.State)
 	if e.gen == 0 {
@@ -149,13 +150,31 @@ func (e *evaluator) offer(d core.Decision) {
 		}
 		return
 	}
-	e.offerState(d.State, d.Switched, d.Kind.String())
+	e.offerState(d.State, d.Switched, d.Kind.String(), closed)
 }
 
-func (e *evaluator) offerState(st core.State, switched bool, kind string) {
+func (e *evaluator) offerState(st core.State, switched bool, kind string, closed bool) {
 	sel := st.Selection()
 	sel.StaggerViolation = e.stagger[st.Service]
-	e.pub.offer(offer{gen: e.gen, sel: sel, switched: switched, kind: kind})
+	o := offer{gen: e.gen, sel: sel, switched: switched, kind: kind}
+	if closed {
+		o.windows = []decisions.Entry{e.windowEntry(sel)}
+	}
+	e.pub.offer(o)
+}
+
+// windowEntry is the decision record's entry of the window e.last for sel's
+// service: both sides' verdicts and the selection decided with them.
+func (e *evaluator) windowEntry(sel znode.Selection) decisions.Entry {
+	verdicts := map[string]decisions.Verdict{}
+	for _, side := range pipeline.Sides() {
+		if v, ok := e.last.Verdict(sel.Service, side); ok {
+			verdicts[side] = sideVerdictOf(v)
+		}
+	}
+	d := e.m.cfg.Decision
+	th := decisions.Thresholds{Preferred: d.Preferred, FailoverAfter: d.FailoverAfter, Grace: d.Grace.String()}
+	return decisions.WindowEntry(sel, e.last.WindowStart, e.last.WindowEnd, verdicts, th)
 }
 
 func (e *evaluator) exportDecision(st core.State) {
@@ -182,20 +201,6 @@ func (e *evaluator) exportVerdicts(service string) {
 			e.m.m.sideReason.WithLabelValues(service, side, r.String()).Set(b2f(v.Failing(r)))
 		}
 	}
-}
-
-func (e *evaluator) point(service, active string, at time.Time) Point {
-	p := Point{At: at, Active: active}
-	for i, side := range pipeline.Sides() {
-		v, _ := e.last.Verdict(service, side)
-		sp := SidePoint{Healthy: v.Healthy, QPS: v.Stats.QPS, LagP99Ms: v.Stats.LagP99Ms, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms}
-		if i == 0 {
-			p.Primary = sp
-		} else {
-			p.Standby = sp
-		}
-	}
-	return p
 }
 
 // armExpiry sets the timer to the earliest future end of an override in force.
@@ -234,12 +239,18 @@ func (e *evaluator) publishSnapshot(lastEval time.Time) {
 			if !ok {
 				continue
 			}
-			ld.Sides[side] = SideVerdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), CatchingUp: v.CatchingUp, QPS: v.Stats.QPS,
-				LagP99Ms: v.Stats.LagP99Ms, LagMaxMs: v.Stats.LagMaxMs, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms, Samples: v.Stats.Samples,
-				Instances: v.Stats.Instances, TopicPartitions: v.Stats.TopicPartitions,
-				Unassigned: v.Stats.UnassignedCount, Build: v.Stats.NewestBuild().Build}
+			ld.Sides[side] = sideVerdictOf(v)
 		}
 		s.local[svc] = ld
 	}
 	e.m.snap.Store(s)
+}
+
+// sideVerdictOf is a verdict with its numbers, as Status and the decision
+// record show it.
+func sideVerdictOf(v core.Verdict) SideVerdict {
+	return SideVerdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), CatchingUp: v.CatchingUp, QPS: v.Stats.QPS,
+		LagP99Ms: v.Stats.LagP99Ms, LagMaxMs: v.Stats.LagMaxMs, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms, Samples: v.Stats.Samples,
+		Instances: v.Stats.Instances, TopicPartitions: v.Stats.TopicPartitions,
+		Unassigned: v.Stats.UnassignedCount, Build: v.Stats.NewestBuild().Build}
 }

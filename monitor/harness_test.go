@@ -152,6 +152,7 @@ func testConfig(id, zkAddr string, paths znode.Paths, p, s cluster) Config {
 	c.Rules.PartitionGrace = 2 * time.Second
 	c.Rules.LagLimit = 5 * time.Second
 	c.Decision.Grace = tGrace
+	c.Record.Replication = 1 // single-broker clusters
 	return c
 }
 

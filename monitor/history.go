@@ -1,11 +1,14 @@
 package monitor
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor/decisions"
+	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Point is one evaluation window of one service, as the on-call page charts it.
@@ -39,62 +42,150 @@ type Switch struct {
 	Sides map[string]znode.SideState `json:"sides"`
 	// Override is the operator override behind it, if any.
 	Override *znode.Override `json:"override,omitempty"`
-	// Writer says who published it: "this replica" or "the leader" (seen
-	// by a follower).
+	// Writer is the monitor replica that recorded it.
 	Writer string `json:"writer"`
 }
 
-// history is the in-memory record of the last hours: one ring of window
-// points per service and one ring of switches. It is what a replica saw
-// since it started; the selection znode keeps only the latest decision.
+// history is a replica's copy of the recent decision record (fed by the
+// record's readers, one per cluster): the window entries of the last
+// HistoryConfig.Retention per service, for the charts, and the latest
+// decisions (switches, degraded, overrides, stagger). Entries arrive from
+// both clusters and in any order; each id is kept once (the copy recorded
+// first, as decisions.Merge does).
 type history struct {
-	mu        sync.Mutex
-	retention time.Duration
-	maxPoints int
-	maxSw     int
-	points    map[string][]Point
-	switches  []Switch
+	mu           sync.Mutex
+	retention    time.Duration
+	maxPoints    int
+	maxDecisions int
+	windows      map[string][]decisions.Entry // by service, in time order
+	decided      []decisions.Entry            // every service, in time order
+	held         map[string]time.Time         // id → RecordedAt of the copy held
+	// onDecision, if set, sees every decision added (metrics).
+	onDecision func(e *decisions.Entry)
 }
 
 func newHistory(c HistoryConfig) *history {
-	return &history{retention: c.Retention, maxPoints: c.MaxPoints, maxSw: c.Switches, points: map[string][]Point{}}
+	return &history{retention: c.Retention, maxPoints: c.MaxPoints, maxDecisions: c.Switches,
+		windows: map[string][]decisions.Entry{}, held: map[string]time.Time{}}
 }
 
-func (h *history) addPoint(service string, p Point) {
+// add keeps e and reports whether it changed the history: false for a copy
+// of an entry already held (unless it was recorded earlier: then it
+// replaces the one held) and for a window older than the retention.
+func (h *history) add(e decisions.Entry) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ps := append(h.points[service], p)
-	drop := max(len(ps)-h.maxPoints, 0)
-	for drop < len(ps) && p.At.Sub(ps[drop].At) > h.retention {
+	if at, ok := h.held[e.ID]; ok && !e.RecordedAt.Before(at) {
+		return false
+	}
+	h.held[e.ID] = e.RecordedAt
+	if e.Kind == decisions.KindWindow {
+		h.windows[e.Service] = h.pruneWindows(insert(h.windows[e.Service], e))
+	} else {
+		h.decided = h.pruneDecisions(insert(h.decided, e))
+		if h.onDecision != nil {
+			h.onDecision(&e)
+		}
+	}
+	_, kept := h.held[e.ID]
+	return kept
+}
+
+// insert puts e into a list in time order, in place of an entry of its id.
+func insert(list []decisions.Entry, e decisions.Entry) []decisions.Entry {
+	list = slices.DeleteFunc(list, func(x decisions.Entry) bool { return x.ID == e.ID })
+	i, _ := slices.BinarySearchFunc(list, e, decisions.Compare)
+	return slices.Insert(list, i, e)
+}
+
+// pruneWindows drops the oldest windows beyond MaxPoints and those older
+// than the retention before the newest.
+func (h *history) pruneWindows(ws []decisions.Entry) []decisions.Entry {
+	drop := max(len(ws)-h.maxPoints, 0)
+	for drop < len(ws) && ws[len(ws)-1].At.Sub(ws[drop].At) > h.retention {
 		drop++
 	}
-	if drop > 0 {
-		ps = append(ps[:0:0], ps[drop:]...)
-	}
-	h.points[service] = ps
+	return h.forget(ws, drop)
 }
 
-func (h *history) addSwitch(s Switch) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.switches = append(h.switches, s)
-	if over := len(h.switches) - h.maxSw; over > 0 {
-		h.switches = append(h.switches[:0:0], h.switches[over:]...)
-	}
+// pruneDecisions keeps the newest MaxDecisions.
+func (h *history) pruneDecisions(ds []decisions.Entry) []decisions.Entry {
+	return h.forget(ds, max(len(ds)-h.maxDecisions, 0))
 }
 
-// pointsOf returns a copy of the service's points, oldest first.
+// forget drops the first n entries of list.
+func (h *history) forget(list []decisions.Entry, n int) []decisions.Entry {
+	if n == 0 {
+		return list
+	}
+	for _, e := range list[:n] {
+		delete(h.held, e.ID)
+	}
+	return slices.Clone(list[n:])
+}
+
+// pointsOf returns the service's windows as chart points, oldest first.
 func (h *history) pointsOf(service string) []Point {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return slices.Clone(h.points[service])
+	ws := h.windows[service]
+	out := make([]Point, 0, len(ws))
+	for i := range ws {
+		out = append(out, pointOf(&ws[i]))
+	}
+	return out
 }
 
-// recentSwitches returns a copy of the switches, newest first.
-func (h *history) recentSwitches() []Switch {
+func pointOf(e *decisions.Entry) Point {
+	side := func(s string) SidePoint {
+		v := e.Window.Verdicts[s]
+		return SidePoint{Healthy: v.Healthy, QPS: v.QPS, LagP99Ms: v.LagP99Ms, AggregatorLagP99Ms: v.AggregatorLagP99Ms}
+	}
+	return Point{At: e.At, Active: e.Selection.Active, Primary: side(pipeline.SidePrimary), Standby: side(pipeline.SideStandby)}
+}
+
+// recentDecisions returns the decisions held, newest first.
+func (h *history) recentDecisions() []decisions.Entry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := slices.Clone(h.switches)
+	out := slices.Clone(h.decided)
 	slices.Reverse(out)
 	return out
+}
+
+// recentSwitches returns the switches held, newest first.
+func (h *history) recentSwitches() []Switch {
+	var out []Switch
+	for _, e := range h.recentDecisions() {
+		if e.Kind == decisions.KindSwitch {
+			out = append(out, Switch{Service: e.Service, At: e.At, From: e.From, To: e.To, Kind: e.Cause, Epoch: e.Epoch,
+				Reason: e.Selection.Reason, Sides: e.Selection.Sides, Override: e.Selection.Override, Writer: e.RecordedBy})
+		}
+	}
+	return out
+}
+
+// entries returns the windows and decisions held that pass f, in time order.
+func (h *history) entries(f decisions.Filter) []decisions.Entry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := f.Apply(h.decided)
+	for _, svc := range pipeline.Services() {
+		out = append(out, f.Apply(h.windows[svc])...)
+	}
+	decisions.Sort(out)
+	return out
+}
+
+// oldest is the time of the oldest entry held (zero when empty).
+func (h *history) oldest() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var t time.Time
+	for _, l := range append([][]decisions.Entry{h.decided}, slices.Collect(maps.Values(h.windows))...) {
+		if len(l) > 0 && (t.IsZero() || l[0].At.Before(t)) {
+			t = l[0].At
+		}
+	}
+	return t
 }

@@ -15,6 +15,7 @@ import (
 //	/                on-call page (HTML, no scripts)
 //	/api/v1/status   Status as JSON
 //	/api/v1/gate     the rollout gate: GET or POST ?side=S&held=D → 200 ok / 409 not (GateAnswer)
+//	/api/v1/history  the decision record as this replica holds it (JSON)
 //	/metrics         Prometheus metrics
 //	/healthz         200 while the evaluation loop is alive
 //	/readyz          200 once ZooKeeper is usable and a window was evaluated
@@ -26,6 +27,7 @@ func (m *Monitor) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/status", m.serveStatus)
 	mux.HandleFunc("GET /api/v1/gate", m.serveGate)
 	mux.HandleFunc("POST /api/v1/gate", m.serveGate) // Flagger's webhooks POST (the body is ignored)
+	mux.HandleFunc("GET /api/v1/history", m.serveHistory)
 	mux.HandleFunc("GET /{$}", m.servePage)
 	return mux
 }

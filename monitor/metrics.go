@@ -37,6 +37,15 @@ type metrics struct {
 	samples        *prometheus.CounterVec // side
 	badSamples     *prometheus.CounterVec // side, reason
 	consumerErrors *prometheus.CounterVec // side
+
+	// The decision record (record.go).
+	decisionsRecorded *prometheus.CounterVec // service, reason
+	decisionLast      *prometheus.GaugeVec   // service, reason
+	recordWrites      *prometheus.CounterVec // side
+	recordWriteErrors *prometheus.CounterVec // side, reason
+	recordReads       *prometheus.CounterVec // side
+	recordBad         *prometheus.CounterVec // side, reason
+	recordReadErrors  *prometheus.CounterVec // side
 }
 
 func newMetrics(reg prometheus.Registerer, steps func() float64) *metrics {
@@ -91,6 +100,24 @@ func newMetrics(reg prometheus.Registerer, steps func() float64) *metrics {
 			Help: "Health samples skipped as bad, by side and reason."}, []string{"side", "reason"}),
 		consumerErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_consumer_errors_total",
 			Help: "Errors reading hotpair-health, by the cluster (side)."}, []string{"side"}),
+
+		decisionsRecorded: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_decisions_recorded_total",
+			Help: "Entries this replica appended to the decision record (as leader), by service and reason: the switch's cause (failover, return, override, initial), degraded_on/off, override_on/off, stagger_on/off, window."},
+			[]string{"service", "reason"}),
+		decisionLast: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_decision_last_timestamp_seconds",
+			Help: "When the latest decision of each reason happened, as read from the decision record (the same on every replica, after any restart): for Grafana annotations with 'series value as timestamp'."},
+			[]string{"service", "reason"}),
+		recordWrites: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_record_writes_total",
+			Help: "Decision entries a cluster acknowledged, by the cluster (side)."}, []string{"side"}),
+		recordWriteErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_record_write_errors_total",
+			Help: "Decision entries lost for one cluster (the other keeps its copy), by side and reason: buffer_full, delivery_failed."},
+			[]string{"side", "reason"}),
+		recordReads: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_record_entries_read_total",
+			Help: "Decision entries read back from the record, by the cluster (side)."}, []string{"side"}),
+		recordBad: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_record_bad_entries_total",
+			Help: "Values of the decision record skipped, by side and reason: invalid, unknown_version."}, []string{"side", "reason"}),
+		recordReadErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_monitor_record_read_errors_total",
+			Help: "Errors reading the decision record, by the cluster (side)."}, []string{"side"}),
 	}
 }
 
@@ -106,6 +133,14 @@ func (m *metrics) initCounters(services []string) {
 		}
 		for _, reason := range []string{"fenced", "version_conflict", "acl", "zk"} {
 			m.publishErrors.WithLabelValues(svc, reason)
+		}
+	}
+	for _, side := range pipeline.Sides() {
+		for _, reason := range []string{"buffer_full", "delivery_failed"} {
+			m.recordWriteErrors.WithLabelValues(side, reason)
+		}
+		for _, reason := range []string{"invalid", "unknown_version"} {
+			m.recordBad.WithLabelValues(side, reason)
 		}
 	}
 }

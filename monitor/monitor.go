@@ -21,6 +21,7 @@ import (
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/core"
+	"github.com/hotpair/hotpair/monitor/decisions"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -124,6 +125,13 @@ func New(o Options) (*Monitor, error) {
 	}
 	mon.m = newMetrics(o.Registerer, func() float64 { return float64(mon.steps.Load()) })
 	mon.m.initCounters(o.Config.Services)
+	latest := map[[2]string]time.Time{} // owned by the history's lock
+	mon.hist.onDecision = func(e *decisions.Entry) {
+		if k := [2]string{e.Service, e.Label()}; e.At.After(latest[k]) {
+			latest[k] = e.At
+			mon.m.decisionLast.WithLabelValues(k[0], k[1]).Set(float64(e.At.UnixNano()) / 1e9)
+		}
+	}
 	mon.leader.Store(&leadership{})
 	return mon, nil
 }
@@ -197,9 +205,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 		addr := srv.Addr().String()
 		m.httpAddr.Store(&addr)
 	}
-	// One slot per goroutine that may fail (layout, two consumers, HTTP),
-	// so none blocks once Run stopped reading.
-	fatal := make(chan error, 4)
+	// One slot per goroutine that may fail (layout, the record, four
+	// readers, HTTP), so none blocks once Run stopped reading.
+	fatal := make(chan error, 8)
 	var wg sync.WaitGroup
 	m.start(ctx, &wg, sess, fatal)
 	if srv != nil {
@@ -236,8 +244,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 }
 
 // start starts every goroutine of a run, in dependency order: the session,
-// the layout then the election, the publisher and override watcher, the
-// consumers, and the evaluation loop.
+// the decision record's writer, the layout then the election, the
+// publisher and override watcher, the readers of health samples and of the
+// decision record, and the evaluation loop.
 func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Session, fatal chan<- error) {
 	begin := time.Now()
 	engine, err := core.NewEngine(m.cfg.Config, begin)
@@ -248,8 +257,14 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 	restores := make(chan restoreMsg, 4)
 	samples := make(chan received, 1024)
 	retry := min(time.Second, m.cfg.Window/2)
+	rec, err := newRecorder(m, retry)
+	if err != nil {
+		fatal <- fmt.Errorf("monitor: decision record: %w", err)
+		return
+	}
+	wg.Go(func() { rec.run(ctx) })
 	pub := newPublisher(&publisher{s: sess, paths: m.paths, acl: m.policy.Selection(), services: m.cfg.Services,
-		window: m.cfg.Window, retry: retry, log: m.log, m: m.m, hist: m.hist,
+		window: m.cfg.Window, retry: retry, log: m.log, m: m.m, rec: rec,
 		leader: func() leadership { return *m.leader.Load() }, restore: restores, changes: &m.changes})
 	m.pub.Store(pub)
 	el := &election{s: sess, dir: m.paths.LeaderDir(), data: m.candidateData(), acl: m.policy.Selection(),
@@ -266,15 +281,16 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 	})
 	wg.Go(func() { pub.run(ctx) })
 	wg.Go(func() { ow.run(ctx) })
-	topic := pipeline.TopicsWithPrefix(m.cfg.TopicPrefix).Health
 	for i, cl := range []ClusterConfig{m.cfg.Clusters.Primary, m.cfg.Clusters.Standby} {
-		c := &consumer{side: pipeline.Sides()[i], brokers: cl.Brokers, topic: topic, log: m.log, m: m.m,
-			out: samples, now: time.Now, from: begin, opts: m.kopts}
-		wg.Go(func() {
-			if err := c.run(ctx); err != nil {
-				fatal <- fmt.Errorf("monitor: health consumer of %s: %w", c.side, err)
-			}
-		})
+		side := pipeline.Sides()[i]
+		for _, t := range []*tail{m.healthTail(side, cl.Brokers, begin, samples),
+			m.recordTail(side, cl.Brokers, begin.Add(-m.cfg.History.Retention))} {
+			wg.Go(func() {
+				if err := t.run(ctx); err != nil {
+					fatal <- fmt.Errorf("monitor: reading %s of %s: %w", t.what, side, err)
+				}
+			})
+		}
 	}
 	ev := &evaluator{m: m, engine: engine, pub: pub, samples: samples, restores: restores}
 	wg.Go(func() { ev.run(ctx) })

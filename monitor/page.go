@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor/decisions"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -46,6 +47,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		return nil
 	},
 	"join":  strings.Join,
+	"deref": func(b *bool) bool { return b != nil && *b },
 	"upper": strings.ToUpper,
 	"qps":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"lag":   lagText,
@@ -54,6 +56,9 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 type pageData struct {
 	Status
 	Charts map[string]serviceCharts
+	// Decisions are the decision record's latest decisions, newest first.
+	Decisions        []decisions.Entry
+	HistoryRetention time.Duration
 }
 
 type serviceCharts struct {
@@ -62,7 +67,8 @@ type serviceCharts struct {
 
 func (m *Monitor) servePage(w http.ResponseWriter, _ *http.Request) {
 	st := m.Status()
-	d := pageData{Status: st, Charts: map[string]serviceCharts{}}
+	d := pageData{Status: st, Charts: map[string]serviceCharts{}, Decisions: m.hist.recentDecisions(),
+		HistoryRetention: m.cfg.History.Retention}
 	from := st.Now.Add(-m.cfg.History.Retention)
 	for _, s := range st.Services {
 		d.Charts[s.Service] = serviceCharts{

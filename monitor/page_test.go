@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor/decisions"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -111,6 +113,16 @@ func pixelStats(img image.Image) (nonWhite, primary, standby int) {
 // listed, and that the charts were drawn in both sides' colours.
 func checkOnCallPage(t *testing.T, r *replica, active, reason string) {
 	t.Helper()
+	// The page lists switches from the decision record: wait until the
+	// replica read this one back.
+	waitFor(t, &r.changes, 10*time.Second, "the switch to be read back from the decision record", func() bool {
+		for _, sw := range r.hist.recentSwitches() {
+			if sw.Service == pipeline.StageBudget && sw.To == active {
+				return true
+			}
+		}
+		return false
+	})
 	srv := httptest.NewServer(r.Handler())
 	defer srv.Close()
 	dom, img := renderPage(t, srv.URL+"/")
@@ -161,11 +173,16 @@ func TestOnCallPageIsSelfContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.hist.addPoint("budget", Point{At: time.Now(), Active: "primary", Primary: SidePoint{Healthy: true, QPS: 10}})
+	now := time.Now()
+	sel := znode.Selection{V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 1, DecidedAt: now, Reason: "<script>x</script>"}
+	m.hist.add(decisions.WindowEntry(sel, now.Add(-time.Minute), now, map[string]decisions.Verdict{"primary": {Healthy: true, QPS: 10}}, decisions.Thresholds{}))
+	for _, e := range decisions.Changes(nil, sel, "") {
+		m.hist.add(e)
+	}
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	body := rec.Body.String()
-	if rec.Code != 200 || !strings.Contains(body, `id="svc-budget"`) {
+	if rec.Code != 200 || !strings.Contains(body, `id="svc-budget"`) || !strings.Contains(body, `<tr class="switch">`) {
 		t.Fatalf("GET / = %d\n%s", rec.Code, body)
 	}
 	for _, bad := range []string{"<script", "http://", "https://", "<link", "@import"} {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor/decisions"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -26,6 +28,19 @@ type offer struct {
 	// offers keep a switch that a later offer of the same service replaces.
 	switched bool
 	kind     string
+	// windows are the decision record's entries of the windows decided
+	// since the last write (merged offers keep them all), recorded once
+	// the selection is persisted.
+	windows []decisions.Entry
+}
+
+// maxPendingWindows bounds the window entries waiting for a write while
+// ZooKeeper is slow (the oldest go first).
+const maxPendingWindows = 64
+
+// recordAppender is what the publisher needs of the decision record.
+type recordAppender interface {
+	append([]decisions.Entry)
 }
 
 // restoreMsg carries persisted selections to the evaluation loop.
@@ -56,7 +71,7 @@ type publisher struct {
 	retry    time.Duration
 	log      *slog.Logger
 	m        *metrics
-	hist     *history
+	rec      recordAppender // nil: no decision record
 	leader   func() leadership
 	restore  chan<- restoreMsg
 	changes  *changes.Feed // told after every step
@@ -92,8 +107,11 @@ func newPublisher(p *publisher) *publisher {
 // offer queues a selection for publication (non-blocking).
 func (p *publisher) offer(o offer) {
 	p.mu.Lock()
-	if old, ok := p.pending[o.sel.Service]; ok && old.switched && !o.switched && old.gen == o.gen {
-		o.switched, o.kind = true, old.kind
+	if old, ok := p.pending[o.sel.Service]; ok && old.gen == o.gen {
+		if old.switched && !o.switched {
+			o.switched, o.kind = true, old.kind
+		}
+		o.windows = joinWindows(old.windows, o.windows)
 	}
 	p.pending[o.sel.Service] = o
 	p.mu.Unlock()
@@ -249,7 +267,6 @@ func (p *publisher) setPublished(sels []znode.Selection, writer string) []znode.
 		}
 		changed = append(changed, sel)
 		if writer != "" && prev != nil && prev.Active != sel.Active {
-			p.hist.addSwitch(switchOf(sel, prev.Active, kindOf(sel), writer))
 			p.log.Info("the leader switched the active side", "service", sel.Service, "from", prev.Active, "to", sel.Active, "epoch", sel.Epoch, "reason", sel.Reason)
 		}
 		p.published[sel.Service] = &sel
@@ -271,12 +288,28 @@ func (p *publisher) takePending() []offer {
 	return out
 }
 
-// putBack re-queues an offer unless a newer one arrived meanwhile.
+// putBack re-queues an offer unless a newer one arrived meanwhile (which
+// then takes its windows).
 func (p *publisher) putBack(o offer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, newer := p.pending[o.sel.Service]; !newer {
-		p.pending[o.sel.Service] = o
+	if newer, ok := p.pending[o.sel.Service]; ok {
+		newer.windows = joinWindows(o.windows, newer.windows)
+		p.pending[o.sel.Service] = newer
+		return
+	}
+	p.pending[o.sel.Service] = o
+}
+
+func joinWindows(older, newer []decisions.Entry) []decisions.Entry {
+	all := append(slices.Clone(older), newer...)
+	return all[max(len(all)-maxPendingWindows, 0):]
+}
+
+// record appends entries to the decision record, if there is one.
+func (p *publisher) record(entries []decisions.Entry) {
+	if p.rec != nil && len(entries) > 0 {
+		p.rec.append(entries)
 	}
 }
 
@@ -293,7 +326,8 @@ func (p *publisher) flush(l leadership) time.Duration {
 		same := sameSelection(p.published[svc], &o.sel)
 		p.mu.Unlock()
 		if same {
-			continue // already there, e.g. offered again after a reconnect
+			p.record(o.windows) // the selection is there, e.g. offered again after a reconnect
+			continue
 		}
 		v, err := writeSelection(p.s.Conn(), p.paths, l.Node, o.sel, p.versions[svc], p.acl)
 		switch {
@@ -367,6 +401,8 @@ func sameSelection(a, b *znode.Selection) bool {
 
 // written records a successful write and reports a switch: the switch is
 // logged (once, at WARN, with the evidence) only after it is persisted.
+// Then, best-effort, the decision record gets what changed and the windows
+// decided: persist to ZooKeeper first, then record.
 func (p *publisher) written(o offer, version int32) {
 	svc := o.sel.Service
 	p.versions[svc] = version
@@ -377,19 +413,18 @@ func (p *publisher) written(o offer, version int32) {
 	p.mu.Unlock()
 	p.m.publications.WithLabelValues(svc).Inc()
 	p.m.lastPublished.WithLabelValues(svc).Set(float64(time.Now().UnixNano()) / 1e9)
+	kind := o.kind
+	if kind == "" || kind == "unknown" || kind == "stay" {
+		kind = kindOf(sel)
+	}
 	switch {
 	case prev == nil:
-		p.hist.addSwitch(switchOf(sel, "", o.kind, "this replica"))
 		p.log.Info("first selection published", "service", svc, "active", sel.Active, "epoch", sel.Epoch, "reason", sel.Reason)
 	case prev.Active != sel.Active:
-		kind := o.kind
-		if kind == "" || kind == "unknown" || kind == "stay" {
-			kind = kindOf(sel)
-		}
 		p.m.switches.WithLabelValues(svc, sel.Active, kind).Inc()
-		p.hist.addSwitch(switchOf(sel, prev.Active, kind, "this replica"))
 		p.log.Warn("switched the active side", switchEvidence(sel, prev.Active, kind)...)
 	}
+	p.record(append(slices.Clone(o.windows), decisions.Changes(prev, sel, kind)...))
 }
 
 // switchEvidence is the one WARN line of a switch: every number behind it.
@@ -423,12 +458,4 @@ func kindOf(sel znode.Selection) string {
 		return "return"
 	}
 	return "failover"
-}
-
-func switchOf(sel znode.Selection, from, kind, writer string) Switch {
-	if from == "" {
-		kind = "initial"
-	}
-	return Switch{Service: sel.Service, At: sel.DecidedAt, From: from, To: sel.Active, Kind: kind,
-		Epoch: sel.Epoch, Reason: sel.Reason, Sides: sel.Sides, Override: sel.Override, Writer: writer}
 }

@@ -56,7 +56,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 	lead := leadership{Leader: true, Node: aNode, Term: 1}
 	pub := newPublisher(&publisher{s: sa.Session, paths: paths, acl: zkutil.OpenACL(), services: []string{"budget"},
 		window: time.Hour, retry: 50 * time.Millisecond, m: newMetrics(reg, func() float64 { return 0 }),
-		log: slog.New(slog.NewTextHandler(&logs, nil)), hist: newHistory(DefaultConfig().History),
+		log:    slog.New(slog.NewTextHandler(&logs, nil)),
 		leader: func() leadership { return lead }, restore: restores})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/monitor/decisions"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -90,24 +91,9 @@ type LocalDecision struct {
 	StaggerViolation string `json:"stagger_violation,omitempty"`
 }
 
-// SideVerdict is one side's verdict over one window, with its numbers.
-type SideVerdict struct {
-	Healthy bool     `json:"healthy"`
-	Reasons []string `json:"reasons"`
-	// CatchingUp says by how much the side is behind ("" while it keeps up).
-	CatchingUp string  `json:"catching_up,omitempty"`
-	QPS        float64 `json:"qps"`
-	// LagP99Ms and LagMaxMs are the service's end-to-end event lag;
-	// AggregatorLagP99Ms is how far behind the side's aggregator is.
-	LagP99Ms           int64  `json:"lag_p99_ms"`
-	LagMaxMs           int64  `json:"lag_max_ms"`
-	AggregatorLagP99Ms int64  `json:"aggregator_lag_p99_ms"`
-	Samples            int    `json:"samples"`
-	Instances          int    `json:"instances"`
-	TopicPartitions    int32  `json:"topic_partitions"`
-	Unassigned         int    `json:"unassigned_partitions"`
-	Build              string `json:"build,omitempty"`
-}
+// SideVerdict is one side's verdict over one window, with its numbers: the
+// same document as in the decision record.
+type SideVerdict = decisions.Verdict
 
 // ReadStatus reads the status of services straight from ZooKeeper: it works
 // while every monitor is down.

@@ -147,6 +147,8 @@ var ErrPartitionMismatch = errors.New("kafka: partition count mismatch")
 type TopicSpec struct {
 	Name      string
 	Compacted bool
+	// Config holds more topic settings to create it with (e.g. Retention).
+	Config map[string]string
 }
 
 // EnsureTopics creates the topics that do not exist yet, with partitions and
@@ -154,17 +156,20 @@ type TopicSpec struct {
 // partition count that differs from the requested one is an error, because
 // goka joins need co-partitioned topics.
 func EnsureTopics(ctx context.Context, brokers []string, partitions int32, replication int16, specs ...TopicSpec) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequestTimeoutOverhead(5*time.Second))
+	cl, err := NewClient(brokers, "")
 	if err != nil {
-		return fmt.Errorf("kafka: %w", err)
+		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	for _, s := range specs {
-		var cfg map[string]*string
+		cfg := map[string]*string{}
+		for k, v := range s.Config {
+			cfg[k] = &v
+		}
 		if s.Compacted {
 			compact := "compact"
-			cfg = map[string]*string{"cleanup.policy": &compact}
+			cfg["cleanup.policy"] = &compact
 		}
 		resp, err := adm.CreateTopic(ctx, partitions, replication, cfg, s.Name)
 		if err == nil {

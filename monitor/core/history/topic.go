@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/pipeline"
 )
@@ -50,81 +49,30 @@ func ReadTopic(ctx context.Context, o TopicOptions) ([]core.Record, TopicStats, 
 	if o.ClientID == "" {
 		o.ClientID = "hotpair-simulate"
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...), kgo.ClientID(o.ClientID))
+	cl, err := kafka.NewClient(o.Brokers, o.ClientID)
 	if err != nil {
 		return nil, st, fmt.Errorf("history: %s: %w", o.Side, err)
 	}
 	defer cl.Close()
-	from, end, err := bounds(ctx, kadm.NewClient(cl), o)
-	if err != nil {
-		return nil, st, err
-	}
-	if len(from) == 0 {
-		return nil, st, nil
-	}
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{o.Topic: from})
 	var out []core.Record
-	for len(end) > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, st, fmt.Errorf("history: %s: reading %s: %w", o.Side, o.Topic, err)
+	err = kafka.ReadRange(ctx, cl, o.Topic, o.Since, func(r *kgo.Record) bool {
+		st.Records++
+		s, err := pipeline.DecodeHealthSample(r.Value)
+		switch {
+		case err != nil:
+			st.Bad++
+		case s.Side != o.Side:
+			st.WrongSide++
+		default:
+			out = append(out, core.Record{Sample: s, ReceivedAt: r.Timestamp.UTC()})
 		}
-		for _, fe := range fs.Errors() {
-			return nil, st, fmt.Errorf("history: %s: reading %s/%d: %w", o.Side, fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset >= end[r.Partition] {
-				return
-			}
-			if r.Offset+1 >= end[r.Partition] {
-				delete(end, r.Partition)
-			}
-			st.Records++
-			s, err := pipeline.DecodeHealthSample(r.Value)
-			switch {
-			case err != nil:
-				st.Bad++
-			case s.Side != o.Side:
-				st.WrongSide++
-			default:
-				out = append(out, core.Record{Sample: s, ReceivedAt: r.Timestamp.UTC()})
-			}
-		})
+		return true
+	})
+	if errors.Is(err, kafka.ErrNoTopic) {
+		return nil, st, fmt.Errorf("%w: %q on the %s brokers %v", ErrNoTopic, o.Topic, o.Side, o.Brokers)
+	}
+	if err != nil {
+		return nil, st, fmt.Errorf("history: %s: %w", o.Side, err)
 	}
 	return out, st, nil
-}
-
-// bounds returns, per partition with something to read, the offset to start
-// at and the end offset (exclusive) to stop at.
-func bounds(ctx context.Context, adm *kadm.Client, o TopicOptions) (map[int32]kgo.Offset, map[int32]int64, error) {
-	ends, err := adm.ListEndOffsets(ctx, o.Topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if errors.Is(err, kerr.UnknownTopicOrPartition) {
-		return nil, nil, fmt.Errorf("%w: %q on the %s brokers %v", ErrNoTopic, o.Topic, o.Side, o.Brokers)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("history: %s: listing offsets of %s: %w", o.Side, o.Topic, err)
-	}
-	starts, err := adm.ListStartOffsets(ctx, o.Topic)
-	if !o.Since.IsZero() && err == nil {
-		starts, err = adm.ListOffsetsAfterMilli(ctx, o.Since.UnixMilli(), o.Topic)
-	}
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("history: %s: listing offsets of %s: %w", o.Side, o.Topic, err)
-	}
-	from, end := map[int32]kgo.Offset{}, map[int32]int64{}
-	ends.Each(func(e kadm.ListedOffset) {
-		s, ok := starts.Lookup(o.Topic, e.Partition)
-		if !ok || s.Offset < 0 || s.Offset >= e.Offset {
-			return
-		}
-		from[e.Partition] = kgo.NewOffset().At(s.Offset)
-		end[e.Partition] = e.Offset
-	})
-	return from, end, nil
 }

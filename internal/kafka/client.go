@@ -1,0 +1,166 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// RequestTimeoutOverhead is added to every request's own timeout: how long
+// a broker may take to answer before the client gives up on the request.
+const RequestTimeoutOverhead = 5 * time.Second
+
+// NewClient returns a franz-go client of brokers that identifies itself as
+// clientID, with opts (consumer or producer settings) added. It is the one
+// constructor of hotpair's franz-go clients: what every client needs
+// (security settings, timeouts) goes here once.
+func NewClient(brokers []string, clientID string, opts ...kgo.Opt) (*kgo.Client, error) {
+	base := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.RequestTimeoutOverhead(RequestTimeoutOverhead)}
+	if clientID != "" {
+		base = append(base, kgo.ClientID(clientID))
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: client %s: %w", clientID, err)
+	}
+	return cl, nil
+}
+
+// ErrNoTopic is returned by ReadRange when the topic does not exist.
+var ErrNoTopic = errors.New("kafka: topic not found")
+
+// ReadRange reads topic from the first record with a timestamp at or after
+// since (zero: from the start) up to the end offsets it finds when it
+// starts, handing each record to fn in partition order. A partition stops
+// early once fn returns false for one of its records. ctx bounds the read.
+func ReadRange(ctx context.Context, cl *kgo.Client, topic string, since time.Time, fn func(*kgo.Record) bool) error {
+	from, end, err := readBounds(ctx, kadm.NewClient(cl), topic, since)
+	if err != nil || len(from) == 0 {
+		return err
+	}
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: from})
+	defer cl.RemoveConsumePartitions(map[string][]int32{topic: keys(from)})
+	for len(end) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("kafka: reading %s: %w", topic, err)
+		}
+		for _, fe := range fs.Errors() {
+			return fmt.Errorf("kafka: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			stop, ok := end[r.Partition]
+			if !ok || r.Offset >= stop {
+				return
+			}
+			if more := fn(r); !more || r.Offset+1 >= stop {
+				delete(end, r.Partition)
+			}
+		})
+	}
+	return nil
+}
+
+func keys(m map[int32]kgo.Offset) []int32 {
+	out := make([]int32, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	return out
+}
+
+// readBounds returns, per partition with something to read, the offset to
+// start at and the end offset (exclusive) to stop at.
+func readBounds(ctx context.Context, adm *kadm.Client, topic string, since time.Time) (map[int32]kgo.Offset, map[int32]int64, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil, nil, fmt.Errorf("%w: %s", ErrNoTopic, topic)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka: listing offsets of %s: %w", topic, err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if !since.IsZero() && err == nil {
+		starts, err = adm.ListOffsetsAfterMilli(ctx, since.UnixMilli(), topic)
+	}
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka: listing offsets of %s: %w", topic, err)
+	}
+	from, end := map[int32]kgo.Offset{}, map[int32]int64{}
+	ends.Each(func(e kadm.ListedOffset) {
+		s, ok := starts.Lookup(topic, e.Partition)
+		if !ok || s.Offset < 0 || s.Offset >= e.Offset {
+			return
+		}
+		from[e.Partition] = kgo.NewOffset().At(s.Offset)
+		end[e.Partition] = e.Offset
+	})
+	return from, end, nil
+}
+
+// Retention is the retention.ms topic setting of d.
+func Retention(d time.Duration) map[string]string {
+	return map[string]string{"cleanup.policy": "delete", "retention.ms": strconv.FormatInt(d.Milliseconds(), 10)}
+}
+
+// SettingChange is a topic setting EnsureTopicConfig found different from
+// the one asked for and set.
+type SettingChange struct {
+	Key, Was, Now string
+}
+
+// EnsureTopicConfig sets the topic's settings that differ from want and
+// returns what it changed. A topic created by EnsureTopics with the same
+// settings needs no change.
+func EnsureTopicConfig(ctx context.Context, cl *kgo.Client, topic string, want map[string]string) ([]SettingChange, error) {
+	adm := kadm.NewClient(cl)
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: describing %s: %w", topic, err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka: describing %s: %w", topic, err)
+	}
+	have := map[string]string{}
+	for _, c := range rc.Configs {
+		have[c.Key] = c.MaybeValue()
+	}
+	var changes []SettingChange
+	var alter []kadm.AlterConfig
+	for k, v := range want {
+		if have[k] != v {
+			changes = append(changes, SettingChange{Key: k, Was: have[k], Now: v})
+			alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+		}
+	}
+	if len(alter) == 0 {
+		return nil, nil
+	}
+	resp, err := adm.AlterTopicConfigs(ctx, alter, topic)
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		if r, err = resp.On(topic, nil); err == nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka: setting %v on %s: %w", changes, topic, err)
+	}
+	return changes, nil
+}
