@@ -29,6 +29,7 @@ var commands = []command{
 	{"selectord", "serve the read side's selection over HTTP (JSON, long poll, SSE) for clients without ZooKeeper", runSelectord},
 	{"monitor", "run a health monitor replica (--config FILE); 'monitor simulate' replays a health history", runMonitor},
 	{"status", "show every service's active side, why, each side's verdict and overrides, from ZooKeeper", runStatus},
+	{"history", "print what the monitor decided and why (switches with their evidence), from the decision record in Kafka", runHistory},
 	{"override", "pin a service to a side until an expiry ('set'), or end the pin ('clear')", runOverride},
 	{"gate", "the rollout gate from ZooKeeper: may a side be deployed now? (exit 0 yes, 1 no)", runGate},
 	{"config", "check config files ('config check FILE...'): every problem, named", runConfig},

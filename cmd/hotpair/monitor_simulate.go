@@ -14,16 +14,22 @@ import (
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/core/history"
+	"github.com/hotpair/hotpair/monitor/decisions"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
-const simulateSynopsis = `monitor simulate (--file PATH | --primary-brokers B --standby-brokers B [--since 6h] | --config FILE)
+const simulateSynopsis = `monitor simulate [--source health|record] (--file PATH | --primary-brokers B --standby-brokers B [--since 6h] | --config FILE)
        [threshold flags] [--json]
 
 Replays a recorded health history through the monitor's decision code with the
 given thresholds and prints the switches it would have made. With --config, the
 thresholds, clusters and topic prefix come from the monitor's config file and
-any flag given overrides them.`
+any flag given overrides them.
+
+--source record replays the verdicts of the decision record (hotpair-decisions,
+kept 30 days) instead of the health samples: the rules are not run again, so
+only --grace, --failover-after and --preferred may differ from what the monitor
+used.`
 
 // thresholdFlags are the threshold flags: the config key each sets (so that
 // a rejected value names the flag) and how to copy it over a loaded config.
@@ -62,6 +68,9 @@ func runMonitorSimulate(ctx context.Context, a *app, args []string) int {
 	if msg := sa.check(fs); msg != "" {
 		return usageError(fs, a.stderr, "%s", msg)
 	}
+	if sa.source == sourceRecord {
+		return runRecordReplay(ctx, a, sa)
+	}
 	recs, err := sa.history(ctx, a)
 	if err != nil {
 		return fail(err)
@@ -84,6 +93,7 @@ func runMonitorSimulate(ctx context.Context, a *app, args []string) int {
 // simulateArgs are the parsed flags of "monitor simulate".
 type simulateArgs struct {
 	file, since, prefix, save, cfgPath string
+	source                             string
 	primary, standby                   listFlag
 	timeout                            time.Duration
 	json                               bool
@@ -94,8 +104,9 @@ type simulateArgs struct {
 // newSimulateArgs registers the flags; straight-line flag wiring, one per line.
 func newSimulateArgs(fs *flag.FlagSet) *simulateArgs {
 	sa := &simulateArgs{cfg: core.DefaultConfig()}
-	fs.StringVar(&sa.file, "file", "", "JSON-lines history: one HealthSample per line, optionally with \"received_at\" (- for stdin)")
-	fs.Var(&sa.primary, "primary-brokers", "read the history from the hotpair-health topic of the primary cluster (comma-separated brokers)")
+	fs.StringVar(&sa.source, "source", sourceHealth, "what to replay: health (the samples: every threshold) or record (the decision record's verdicts: grace, failover_after, preferred)")
+	fs.StringVar(&sa.file, "file", "", "JSON-lines history: one HealthSample per line, optionally with \"received_at\"; with --source record one record entry per line (- for stdin)")
+	fs.Var(&sa.primary, "primary-brokers", "read the history from the hotpair-health (or hotpair-decisions) topic of the primary cluster (comma-separated brokers)")
 	fs.Var(&sa.standby, "standby-brokers", "… and of the standby cluster")
 	fs.StringVar(&sa.since, "since", "6h", "with brokers: read records from this long ago (a duration) or since this RFC 3339 time")
 	fs.StringVar(&sa.prefix, "topic-prefix", "", "with brokers: prefix of the topic names")
@@ -142,12 +153,21 @@ func (sa *simulateArgs) applyConfigFile(fs *flag.FlagSet) error {
 // check returns what is wrong with the arguments, "" if nothing.
 func (sa *simulateArgs) check(fs *flag.FlagSet) string {
 	brokers := len(sa.primary) > 0 || len(sa.standby) > 0
+	record := sa.source == sourceRecord
+	switch {
+	case sa.source != sourceHealth && !record:
+		return fmt.Sprintf("--source: %q is neither %s nor %s", sa.source, sourceHealth, sourceRecord)
+	case record:
+		if msg := checkRecordFlags(fs); msg != "" {
+			return msg
+		}
+	}
 	switch {
 	case sa.file == "" && !brokers:
 		return "give --file, or --primary-brokers and --standby-brokers, or --config"
 	case sa.file != "" && (isSet(fs, "primary-brokers") || isSet(fs, "standby-brokers")):
 		return "give --file or brokers, not both"
-	case sa.file == "" && (len(sa.primary) == 0 || len(sa.standby) == 0):
+	case sa.file == "" && !record && (len(sa.primary) == 0 || len(sa.standby) == 0):
 		return "give both --primary-brokers and --standby-brokers: a side without history would read as dead"
 	case sa.file != "" && (sa.save != "" || isSet(fs, "since") || isSet(fs, "topic-prefix")):
 		return "--since, --topic-prefix and --save apply to brokers only"
@@ -155,7 +175,7 @@ func (sa *simulateArgs) check(fs *flag.FlagSet) string {
 	if err := sa.cfg.Validate(); err != nil {
 		return flagNames(err)
 	}
-	t, err := parseSince(sa.since, time.Now())
+	t, err := decisions.ParseTime(sa.since, time.Now())
 	if err != nil {
 		return "--since: " + err.Error()
 	}
@@ -201,21 +221,6 @@ func flagNames(err error) string {
 		msg = strings.ReplaceAll(msg, "monitor: "+tf.key+" ", "--"+flagName+" ")
 	}
 	return strings.ReplaceAll(msg, "\n", "; ")
-}
-
-// parseSince reads a duration back from now or an RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("%q is negative", s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither a duration (6h) nor an RFC 3339 time", s)
-	}
-	return t, nil
 }
 
 func readHistoryFile(path string) ([]core.Record, error) {
@@ -271,6 +276,12 @@ func printSimulation(w io.Writer, cfg core.Config, res core.SimResult) error {
 	r, d := cfg.Rules, cfg.Decision
 	fmt.Fprintf(w, "thresholds: grace %s, failover_after %d, lag_limit %s, catch_up_lag %s, rate_ratio %g (reference %g ev/s), heartbeat %d × %s, partition_grace %s\n\n",
 		d.Grace, d.FailoverAfter, r.LagLimit, r.CatchUpLag, r.RateRatio, r.RateReference, r.HeartbeatMissed, r.SampleInterval, r.PartitionGrace)
+	return printSimulatedSwitches(w, res, nil)
+}
+
+// printSimulatedSwitches prints the switches and the counts per service;
+// with recorded (the switches the monitor made, per service), those too.
+func printSimulatedSwitches(w io.Writer, res core.SimResult, recorded map[string]int) error {
 	if len(res.Switches) == 0 {
 		fmt.Fprintln(w, "no switches")
 	} else {
@@ -299,13 +310,25 @@ func printSimulation(w io.Writer, cfg core.Config, res core.SimResult) error {
 			unh = append(unh, fmt.Sprintf("%s/%s %d", svc, side, res.UnhealthyWindows[svc+"/"+side]))
 		}
 	}
-	_, err := fmt.Fprintf(w, "switches: %s (%d in all)\nunhealthy windows: %s\ndegraded windows: %s\nstagger-violation windows: %s\n",
-		strings.Join(sw, ", "), len(res.Switches), strings.Join(unh, ", "), strings.Join(deg, ", "), strings.Join(stg, ", "))
+	fmt.Fprintf(w, "switches: %s (%d in all)\n", strings.Join(sw, ", "), len(res.Switches))
+	if recorded != nil {
+		var rec []string
+		n := 0
+		for _, svc := range pipeline.Services() {
+			rec = append(rec, fmt.Sprintf("%s %d", svc, recorded[svc]))
+			n += recorded[svc]
+		}
+		fmt.Fprintf(w, "switches as recorded: %s (%d in all)\n", strings.Join(rec, ", "), n)
+	}
+	_, err := fmt.Fprintf(w, "unhealthy windows: %s\ndegraded windows: %s\nstagger-violation windows: %s\n",
+		strings.Join(unh, ", "), strings.Join(deg, ", "), strings.Join(stg, ", "))
 	return err
 }
 
 // simulationJSON is the --json output.
 type simulationJSON struct {
+	// Source is what was replayed: health (samples) or record (verdicts).
+	Source           string         `json:"source"`
 	From             time.Time      `json:"from"`
 	To               time.Time      `json:"to"`
 	Window           string         `json:"window"`
@@ -318,16 +341,28 @@ type simulationJSON struct {
 	UnhealthyWindows map[string]int `json:"unhealthy_windows"`
 	DegradedWindows  map[string]int `json:"degraded_windows"`
 	StaggerWindows   map[string]int `json:"stagger_windows"`
+	// With --source record: the switches the monitor made over the same
+	// windows, per service, and the thresholds it made them with.
+	RecordedSwitches   map[string]int        `json:"recorded_switches,omitempty"`
+	RecordedThresholds *decisions.Thresholds `json:"recorded_thresholds,omitempty"`
 }
 
 func printSimulationJSON(w io.Writer, cfg core.Config, res core.SimResult) error {
-	out := simulationJSON{From: res.From.UTC(), To: res.To.UTC(), Window: cfg.Window.String(), Windows: res.Windows,
+	return writeSimulationJSON(w, simulationJSONOf(cfg, res, sourceHealth))
+}
+
+func simulationJSONOf(cfg core.Config, res core.SimResult, source string) simulationJSON {
+	out := simulationJSON{Source: source, From: res.From.UTC(), To: res.To.UTC(), Window: cfg.Window.String(), Windows: res.Windows,
 		Samples: res.Counters.Merged, Duplicates: res.Counters.Duplicates, Ignored: res.Counters.Ignored,
 		Thresholds: thresholds(cfg), Switches: res.Switches, UnhealthyWindows: res.UnhealthyWindows,
 		DegradedWindows: res.DegradedWindows, StaggerWindows: res.StaggerWindows}
 	if out.Switches == nil {
 		out.Switches = []core.Switch{}
 	}
+	return out
+}
+
+func writeSimulationJSON(w io.Writer, out simulationJSON) error {
 	if err := printJSON(w, out); err != nil {
 		return errors.Join(errors.New("encoding the result"), err)
 	}
