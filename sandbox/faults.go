@@ -26,12 +26,13 @@ const (
 	FaultDeploy       = "deploy"              // a side's pipelines restart on a new build label
 	FaultSlow         = "slow"                // a stage processes at most Rate records/s
 	FaultTraffic      = "traffic"             // upstream traffic changes Factor times (a surge or a drop)
+	FaultRestartMons  = "restart-monitors"    // both monitor replicas stop and start again, their memory gone
 )
 
 // FaultKinds lists every kind.
 func FaultKinds() []string {
 	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultKillLeader, FaultKillInstance,
-		FaultDeploy, FaultSlow, FaultTraffic}
+		FaultDeploy, FaultSlow, FaultTraffic, FaultRestartMons}
 }
 
 // FaultSpec is what to inject. Durations are Go duration strings ("30s").
@@ -301,6 +302,11 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 			return err
 		}
 		f.Detail = "every stage stopped and started again on the new build, recovering its state from its changelog"
+	case FaultRestartMons:
+		if err := s.monitors.restartAll(); err != nil {
+			return err
+		}
+		f.Detail = "both replicas stopped and started again: what they show comes back from ZooKeeper and the decision record"
 	}
 	return nil
 }

@@ -144,6 +144,18 @@ func (r *replicas) restart(i int) error {
 	return r.startReplica(i)
 }
 
+// restartAll stops every replica, then starts new ones: no replica keeps
+// anything in memory across it.
+func (r *replicas) restartAll() error {
+	r.stopAll()
+	for i := range r.runs {
+		if err := r.startReplica(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // handler serves the leading replica's page and API (any replica's while
 // none leads, e.g. during a takeover).
 func (r *replicas) handler() http.Handler {

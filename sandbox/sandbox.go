@@ -548,6 +548,7 @@ func (s *Sandbox) monitorConfig(i int) monitor.Config {
 	c.Rules.SampleInterval, c.Rules.PartitionGrace = t.SampleInterval, t.PartitionGrace
 	c.Rules.LagLimit, c.Rules.CatchUpLag = t.LagLimit, t.CatchUpLag
 	c.Stagger.Period = t.Hold
+	c.Record.Replication = 1 // single-broker clusters
 	return c
 }
 
