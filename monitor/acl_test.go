@@ -84,9 +84,10 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 	if got.Override == nil || got.Override.By != "oncall" || !strings.Contains(got.Reason, "override") {
 		t.Fatalf("selection under override: %+v", got)
 	}
-	if v := r.metric(t, "hotpair_switches_total", "service", "budget", "side", "standby", "reason", "override"); v != 1 {
-		t.Fatalf("hotpair_switches_total{override} = %g, want 1", v)
-	}
+	// Counted once the write returned, which may be just after the watcher saw it.
+	waitFor(t, &r.changes, 5*time.Second, "hotpair_switches_total{override} to be 1", func() bool {
+		return r.metric(t, "hotpair_switches_total", "service", "budget", "side", "standby", "reason", "override") == 1
+	})
 	ov := paths.Override(pipeline.StageBudget)
 	_, err = anon.Set(ov, []byte("x"), -1)
 	refused("set of the override", err)

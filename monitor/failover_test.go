@@ -45,9 +45,11 @@ func TestFailoverWhenSamplesStopAndReturnAfterGrace(t *testing.T) {
 	if failed.Epoch != 2 || failed.LastSwitch.IsZero() || !strings.Contains(failed.Reason, "no_heartbeat") {
 		t.Fatalf("failover selection: epoch %d, last switch %s, reason %q", failed.Epoch, failed.LastSwitch, failed.Reason)
 	}
-	if got := r.metric(t, "hotpair_switches_total", "service", "budget", "side", "standby", "reason", "failover"); got != 1 {
-		t.Fatalf("hotpair_switches_total{budget,standby,failover} = %g, want 1", got)
-	}
+	// The switch is counted once the write returned, which may be just
+	// after a watcher saw it.
+	waitFor(t, &r.changes, 5*time.Second, "the failover to be counted", func() bool {
+		return r.metric(t, "hotpair_switches_total", "service", "budget", "side", "standby", "reason", "failover") == 1
+	})
 	if got := r.metric(t, "hotpair_service_active_side", "service", "budget", "side", "standby"); got != 1 {
 		t.Fatalf("hotpair_service_active_side{budget,standby} = %g, want 1", got)
 	}
@@ -67,8 +69,8 @@ func TestFailoverWhenSamplesStopAndReturnAfterGrace(t *testing.T) {
 		t.Fatalf("return selection epoch %d, want 3", back.Epoch)
 	}
 	checkNeverReversed(t, w.all())
-	if got := r.metric(t, "hotpair_switches_total", "service", "budget", "side", "primary", "reason", "return"); got != 1 {
-		t.Fatalf("hotpair_switches_total{budget,primary,return} = %g, want 1", got)
-	}
+	waitFor(t, &r.changes, 5*time.Second, "the return to be counted", func() bool {
+		return r.metric(t, "hotpair_switches_total", "service", "budget", "side", "primary", "reason", "return") == 1
+	})
 	_ = sf
 }

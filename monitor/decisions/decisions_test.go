@@ -103,6 +103,12 @@ func TestDecodeRejectsBadEntries(t *testing.T) {
 	if _, err := Decode([]byte(strings.Replace(string(good), `"v":1,`, `"v":1,"added_later":true,`, 1))); err != nil {
 		t.Fatalf("an unknown field is not ignored: %v", err)
 	}
+	// kcat shows the reasons as they read.
+	s := sel("primary", 1, t0)
+	s.Reason = "input_rate_low: qps 1.0 < 0.5 × standby qps 300.0"
+	if b, _ := Encode(Changes(nil, s, "")[0]); !strings.Contains(string(b), s.Reason) || strings.Contains(string(b), "\n") {
+		t.Fatalf("encoded: %s", b)
+	}
 }
 
 func TestMergeKeepsEachIDOnceRecordedFirst(t *testing.T) {

@@ -10,6 +10,7 @@
 package decisions
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -169,10 +170,18 @@ func (e *Entry) Label() string {
 	return string(e.Kind)
 }
 
-// Encode returns the entry as the topic's value.
+// Encode returns the entry as the topic's value: one line of JSON, with
+// "<", ">" and "&" as they are (the reasons compare numbers), so kcat
+// prints it readably.
 func Encode(e Entry) ([]byte, error) {
 	e.V = Version
-	return json.Marshal(e)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Decode reads one value of the topic. A value that is not an entry of a

@@ -2,7 +2,6 @@ package history
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,10 +54,12 @@ func ReadRecordJSONLines(r io.Reader) ([]decisions.Entry, RecordStats, error) {
 // WriteRecordJSONLines writes entries in the format ReadRecordJSONLines reads.
 func WriteRecordJSONLines(w io.Writer, entries []decisions.Entry) error {
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
 	for _, e := range entries {
-		e.V = decisions.Version
-		if err := enc.Encode(e); err != nil {
+		b, err := decisions.Encode(e)
+		if err == nil {
+			_, err = bw.Write(append(b, '\n'))
+		}
+		if err != nil {
 			return fmt.Errorf("history: writing: %w", err)
 		}
 	}
