@@ -24,10 +24,6 @@ import (
 // testLogger logs to the test output when HOTPAIR_TEST_LOG is set.
 func testLogger(t testing.TB) *slog.Logger {
 	t.Helper()
-	if f := os.Getenv("HOTPAIR_TEST_LOGFILE"); f != "" && strings.HasPrefix(t.Name(), "TestZooKeeperOutage") {
-		fh, _ := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		return slog.New(slog.NewTextHandler(fh, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	if os.Getenv("HOTPAIR_TEST_LOG") == "" {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
