@@ -3,15 +3,12 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/internal/kafkatest"
@@ -32,30 +29,10 @@ import (
 // entry too — stopping it lost nothing.
 func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 	bin := testbin.Hotpair(t)
-	addrFile := t.TempDir() + "/addr.json"
 	const window, grace = 6 * time.Second, 15 * time.Second
-	cmd := exec.Command(bin, "sandbox", "--http", "127.0.0.1:0", "--addr-file", addrFile, "--campaigns", "12", "--qps", "120",
-		"--window", window.String(), "--grace", grace.String())
-	var out, errOut testbin.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("sandbox stderr tail:\n%s", tail(errOut.String()))
-		}
-	}()
-	a := waitAddresses(t, &out, addrFile, exited)
-	conn, _, err := zk.Connect([]string{a.ZK}, 5*time.Second, zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	paths := znode.NewPaths(a.ZKRoot)
+	sb := startSandbox(t, bin, "--window", window.String(), "--grace", grace.String())
+	a := sb.addr
+	conn, paths := sb.zk(t)
 	budget := paths.Selection(pipeline.StageBudget)
 	started := time.Now()
 
@@ -149,16 +126,7 @@ func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 	})
 	t.Logf("both copies hold the %d switches; the sandbox ran %s", len(onStandby), time.Since(started).Round(time.Second))
 
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("the sandbox exited with %v after SIGINT", err)
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatal("the sandbox did not stop within 90s of SIGINT")
-	}
-	nothingListens(t, addrFile)
+	sb.interrupt(t)
 }
 
 // pageSwitches returns the switches the page's decision table lists for

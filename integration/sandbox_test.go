@@ -36,27 +36,11 @@ import (
 // everything and leaves nothing listening.
 func TestSandboxAsAUserChecksIt(t *testing.T) {
 	bin := testbin.Hotpair(t)
-	dir := t.TempDir()
-	addrFile := filepath.Join(dir, "addr.json")
 	const window, grace = 6 * time.Second, 15 * time.Second
-	cmd := exec.Command(bin, "sandbox", "--http", "127.0.0.1:0", "--addr-file", addrFile, "--campaigns", "12", "--qps", "120",
-		"--window", window.String(), "--grace", grace.String())
-	var out, errOut testbin.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("sandbox stdout:\n%s\nstderr tail:\n%s", out.String(), tail(errOut.String()))
-		}
-	}()
-	a := waitAddresses(t, &out, addrFile, exited)
-	if !strings.Contains(out.String(), "on-call page") || !strings.Contains(out.String(), a.ZK) {
-		t.Errorf("the sandbox did not print its addresses:\n%s", out.String())
+	sb := startSandbox(t, bin, "--window", window.String(), "--grace", grace.String())
+	a := sb.addr
+	if out := sb.out.String(); !strings.Contains(out, "on-call page") || !strings.Contains(out, a.ZK) {
+		t.Errorf("the sandbox did not print its addresses:\n%s", out)
 	}
 
 	// An external Kafka client attaches to the printed brokers.
@@ -80,12 +64,7 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 
 	// Any ZooKeeper client reads the selection; without the monitor's
 	// identity it cannot change it.
-	conn, _, err := zk.Connect([]string{a.ZK}, 5*time.Second, zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	paths := znode.NewPaths(a.ZKRoot)
+	conn, paths := sb.zk(t)
 	b, _, err := conn.Get(paths.Selection(pipeline.StageBudget))
 	if err != nil {
 		t.Fatalf("reading the selection znode: %v", err)
@@ -140,16 +119,67 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	run(t, bin, "override", "clear", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--auth", a.OperatorAuth, "--service", "pacer", "--reason", "done")
 
 	// Ctrl-C stops everything.
-	_ = cmd.Process.Signal(syscall.SIGINT)
+	sb.interrupt(t)
+}
+
+// sandboxProcess is a `hotpair sandbox` a test started.
+type sandboxProcess struct {
+	addr        sandbox.Addresses
+	addrFile    string
+	cmd         *exec.Cmd
+	out, errOut testbin.Buffer
+	exited      chan error
+}
+
+// startSandbox starts `hotpair sandbox` with a small load on a free port
+// and waits until it is up. It is killed when the test ends, its output
+// shown if the test failed.
+func startSandbox(t *testing.T, bin string, args ...string) *sandboxProcess {
+	t.Helper()
+	sb := &sandboxProcess{addrFile: filepath.Join(t.TempDir(), "addr.json"), exited: make(chan error, 1)}
+	sb.cmd = exec.Command(bin, append([]string{"sandbox", "--http", "127.0.0.1:0", "--addr-file", sb.addrFile,
+		"--campaigns", "12", "--qps", "120"}, args...)...)
+	sb.cmd.Stdout, sb.cmd.Stderr = &sb.out, &sb.errOut
+	if err := sb.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { sb.exited <- sb.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = sb.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("sandbox stdout:\n%s\nstderr tail:\n%s", sb.out.String(), tail(sb.errOut.String()))
+		}
+	})
+	sb.addr = waitAddresses(t, &sb.out, sb.addrFile, sb.exited)
+	return sb
+}
+
+// zk is an anonymous ZooKeeper session to the sandbox (closed at the end
+// of the test) and its znode layout.
+func (sb *sandboxProcess) zk(t *testing.T) (*zk.Conn, znode.Paths) {
+	t.Helper()
+	conn, _, err := zk.Connect([]string{sb.addr.ZK}, 5*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn, znode.NewPaths(sb.addr.ZKRoot)
+}
+
+// interrupt stops the sandbox as Ctrl-C does and checks that it exits
+// cleanly and leaves nothing listening.
+func (sb *sandboxProcess) interrupt(t *testing.T) {
+	t.Helper()
+	_ = sb.cmd.Process.Signal(syscall.SIGINT)
 	select {
-	case err := <-exited:
+	case err := <-sb.exited:
 		if err != nil {
 			t.Errorf("the sandbox exited with %v after SIGINT", err)
 		}
 	case <-time.After(90 * time.Second):
 		t.Fatal("the sandbox did not stop within 90s of SIGINT")
 	}
-	nothingListens(t, addrFile)
+	nothingListens(t, sb.addrFile)
 }
 
 // waitAddresses waits for the sandbox's whole banner (it writes its address

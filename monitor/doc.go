@@ -10,9 +10,14 @@
 //   - the leader's publisher writes /selection/<service> in one ZooKeeper
 //     multi fenced on its own election node (writeSelection), so a deposed
 //     leader can never overwrite a newer decision;
+//   - once a selection is persisted, the leader appends what changed and the
+//     windows' verdicts to the decision record (package monitor/decisions),
+//     the topic hotpair-decisions on both clusters, one bounded producer per
+//     cluster; every replica reads the record back for its page and
+//     /api/v1/history, so all show the same history after any restart;
 //   - an override watcher applies operator overrides between windows;
-//   - Handler serves the on-call page, /api/v1/status, /metrics, /healthz
-//     and /readyz.
+//   - Handler serves the on-call page, /api/v1/status, /api/v1/history,
+//     /metrics, /healthz and /readyz.
 //
 // The operator tools (hotpair status, hotpair override) use ReadStatus,
 // WriteStatusText, SetOverride and ClearOverride straight on ZooKeeper.

@@ -40,7 +40,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Gatherer serves /metrics. Default: Registerer when it is a Gatherer.
 	Gatherer prometheus.Gatherer
-	// KafkaOptions are extra franz-go options for both health consumers.
+	// KafkaOptions are extra franz-go options for every Kafka client of the
+	// replica: the health consumers, the decision record's producers and readers.
 	KafkaOptions []kgo.Opt
 }
 

@@ -258,11 +258,16 @@ func readHistoryTopics(ctx context.Context, a *app, primary, standby []string, t
 }
 
 func saveHistory(path string, recs []core.Record) error {
+	return saveFile(path, func(w io.Writer) error { return history.WriteJSONLines(w, recs) })
+}
+
+// saveFile creates path and writes it with write.
+func saveFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := history.WriteJSONLines(f, recs); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

@@ -123,21 +123,9 @@ func (sa *simulateArgs) record(ctx context.Context, a *app) ([]decisions.Entry, 
 		return nil, err
 	}
 	if sa.save != "" {
-		err = saveRecord(sa.save, entries)
+		err = saveFile(sa.save, func(w io.Writer) error { return history.WriteRecordJSONLines(w, entries) })
 	}
 	return entries, err
-}
-
-func saveRecord(path string, entries []decisions.Entry) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := history.WriteRecordJSONLines(f, entries); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // recordedSwitches counts, per service, the switches the monitor recorded
