@@ -121,8 +121,8 @@ func newMetrics(reg prometheus.Registerer, steps func() float64) *metrics {
 	}
 }
 
-// initCounters exports the switch and publish-error counters at zero for
-// every service, so that the alerts' increase() sees the first switch or
+// initCounters exports the switch, publish-error and decision-record error
+// counters at zero, so that the alerts' increase() sees the first switch or
 // error instead of a series that appears at 1.
 func (m *metrics) initCounters(services []string) {
 	for _, svc := range services {
