@@ -47,7 +47,8 @@ func recordOf(t *testing.T, recs []core.Record, cfg core.Config) []decisions.Ent
 			verdicts := map[string]decisions.Verdict{}
 			for _, side := range pipeline.Sides() {
 				v, _ := ev.Verdict(d.Service, side)
-				verdicts[side] = decisions.Verdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), QPS: v.Stats.QPS, LagP99Ms: v.Stats.LagP99Ms}
+				verdicts[side] = decisions.Verdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), CatchingUp: v.CatchingUp, QPS: v.Stats.QPS,
+					LagP99Ms: v.Stats.LagP99Ms, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms}
 			}
 			out = append(out, decisions.WindowEntry(sel, ev.WindowStart, ev.WindowEnd, verdicts, th))
 			out = append(out, decisions.Changes(prev[d.Service], sel, d.Kind.String())...)

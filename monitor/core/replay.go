@@ -29,10 +29,14 @@ type RecordedWindow struct {
 type RecordedVerdict struct {
 	Healthy bool
 	// Reasons are the failing rules as "rule: numbers".
-	Reasons  []string
-	QPS      float64
-	LagP99Ms int64
-	Build    string
+	Reasons []string
+	// CatchingUp is the evidence that the side was behind ("" when it kept
+	// up): a healthy side catching up does not run its grace clock.
+	CatchingUp         string
+	QPS                float64
+	LagP99Ms           int64
+	AggregatorLagP99Ms int64
+	Build              string
 }
 
 // ReplayVerdicts re-decides recorded windows with other decision
@@ -125,7 +129,8 @@ func (w *RecordedWindow) verdicts() map[string]Verdict {
 	out := map[string]Verdict{}
 	for side, rv := range w.Verdicts {
 		v := Verdict{Key: Key{Service: w.Service, Side: side}, WindowStart: w.Start, WindowEnd: w.End, Healthy: rv.Healthy,
-			Stats: WindowStats{Start: w.Start, End: w.End, QPS: rv.QPS, LagP99Ms: rv.LagP99Ms}}
+			CatchingUp: rv.CatchingUp, Stats: WindowStats{Start: w.Start, End: w.End, QPS: rv.QPS, LagP99Ms: rv.LagP99Ms,
+				UpstreamLagP99Ms: rv.AggregatorLagP99Ms}}
 		if rv.Build != "" {
 			v.Stats.Builds = []BuildSeen{{Build: rv.Build}}
 		}

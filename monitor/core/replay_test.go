@@ -39,8 +39,8 @@ func record(t *testing.T, cfg Config, hist []Record) []RecordedWindow {
 			w := RecordedWindow{Service: d.Service, Start: ev.WindowStart, End: ev.WindowEnd, State: st, Verdicts: map[string]RecordedVerdict{}}
 			for _, side := range pipeline.Sides() {
 				v, _ := ev.Verdict(d.Service, side)
-				w.Verdicts[side] = RecordedVerdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), QPS: v.Stats.QPS,
-					LagP99Ms: v.Stats.LagP99Ms, Build: v.Stats.NewestBuild().Build}
+				w.Verdicts[side] = RecordedVerdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), CatchingUp: v.CatchingUp, QPS: v.Stats.QPS,
+					LagP99Ms: v.Stats.LagP99Ms, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms, Build: v.Stats.NewestBuild().Build}
 			}
 			out = append(out, w)
 		}
@@ -164,5 +164,30 @@ func TestParseReason(t *testing.T) {
 	}
 	if got := ParseReason("from_the_future: x"); got.Rule != 0 || got.Detail != "from_the_future: x" {
 		t.Fatalf("unknown rule %+v", got)
+	}
+}
+
+// A side that was healthy but catching up (recorded as such) does not run
+// its grace clock in the replay either: traffic returns only once it keeps up.
+func TestReplayVerdictsKeepsTheGraceClockStoppedWhileCatchingUp(t *testing.T) {
+	st := State{Service: "budget", Active: "standby", Preferred: "primary", Epoch: 2}
+	var ws []RecordedWindow
+	for i := range 15 {
+		primary := RecordedVerdict{Healthy: true, QPS: 10}
+		if i < 12 {
+			primary.CatchingUp, primary.LagP99Ms = "p99 9000 ms > catch_up_lag 5000 ms", 9000
+		}
+		ws = append(ws, RecordedWindow{Service: "budget", Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i+1) * time.Minute),
+			Verdicts: map[string]RecordedVerdict{"primary": primary, "standby": {Healthy: true, QPS: 10}}, State: st})
+	}
+	dc := DefaultConfig().Decision
+	dc.Grace = 2 * time.Minute
+	got, err := ReplayVerdicts(dc, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// keeps up from the window starting at 12m; healthy for 2m at the end of 14m
+	if len(got.Switches) != 1 || got.Switches[0].Kind != KindReturn || !got.Switches[0].At.Equal(t0.Add(14*time.Minute)) {
+		t.Fatalf("switches %+v; want one return at 14m", got.Switches)
 	}
 }
