@@ -28,6 +28,7 @@ import (
 // standby's copy, and once the primary is back its own copy holds every
 // entry too — stopping it lost nothing.
 func TestDecisionHistorySurvivesRestarts(t *testing.T) {
+	t.Parallel() // see TestFaultMatrix
 	bin := testbin.Hotpair(t)
 	const window, grace = 6 * time.Second, 15 * time.Second
 	sb := startSandbox(t, bin, "--window", window.String(), "--grace", grace.String())

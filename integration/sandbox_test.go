@@ -35,6 +35,7 @@ import (
 // credentials of the address file work for `hotpair override`; Ctrl-C stops
 // everything and leaves nothing listening.
 func TestSandboxAsAUserChecksIt(t *testing.T) {
+	t.Parallel() // see TestFaultMatrix
 	bin := testbin.Hotpair(t)
 	const window, grace = 6 * time.Second, 15 * time.Second
 	sb := startSandbox(t, bin, "--window", window.String(), "--grace", grace.String())

@@ -33,6 +33,7 @@ import (
 // standby, 2 s session timeout), coverage is full again, and every
 // campaign's spend ends exact. The test reports how long the takeover took.
 func TestScaleOutAcrossProcesses(t *testing.T) {
+	t.Parallel() // see TestFaultMatrix
 	const (
 		partitions     = 12
 		sessionTimeout = 2 * time.Second

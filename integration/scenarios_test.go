@@ -29,6 +29,10 @@ func TestFaultMatrix(t *testing.T) {
 	bin := testbin.Hotpair(t)
 	for _, name := range sandbox.ScenarioNames() {
 		t.Run(name, func(t *testing.T) {
+			// Scenarios are independent (free ports, their own ZooKeeper
+			// and clusters) and light: go test runs -parallel (GOMAXPROCS)
+			// of them at once, which keeps the suite's wall time down.
+			t.Parallel()
 			addrFile := filepath.Join(t.TempDir(), "addr.json")
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
