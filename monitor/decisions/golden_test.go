@@ -1,0 +1,54 @@
+package decisions
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/znode"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestEntriesMatchGolden holds the decision record's entries to the bytes
+// on hotpair-decisions: a change of the wire format fails here.
+func TestEntriesMatchGolden(t *testing.T) {
+	at := time.Date(2026, 3, 14, 9, 26, 53, 589793238, time.UTC)
+	on := true
+	sel := znode.Selection{V: 1, Service: "budget", Active: "standby", Preferred: "primary", Epoch: 3, DecidedAt: at,
+		Reason: "failover", Sides: map[string]znode.SideState{"primary": {Reasons: []string{"input_rate_low: 0 < 0.5 × 10"}},
+			"standby": {Healthy: true, Reasons: []string{}}}}
+	entries := map[string]Entry{
+		"switch": {ID: SwitchID("budget", 3), Kind: KindSwitch, Service: "budget", At: at, Epoch: 3, From: "primary", To: "standby",
+			Cause: "failover", Detail: "budget: primary -> standby", Selection: sel, RecordedBy: "m-1", RecordedAt: at},
+		"window": {ID: WindowID("budget", 3, at), Kind: KindWindow, Service: "budget", At: at, Epoch: 3, On: &on, Detail: "window",
+			Selection: sel, Window: &Window{Start: at.Add(-time.Minute), End: at, Verdicts: map[string]Verdict{
+				"primary": {Reasons: []string{"no_heartbeat"}, QPS: 0, Samples: 0},
+				"standby": {Healthy: true, Reasons: []string{}, QPS: 9.5, LagP99Ms: 20, LagMaxMs: 30, AggregatorLagP99Ms: 5,
+					Samples: 6, Instances: 2, TopicPartitions: 4, Build: "v1"}},
+				Decision: Thresholds{Preferred: "primary", FailoverAfter: 1, Grace: "10m0s"}},
+			RecordedBy: "m-1", RecordedAt: at},
+	}
+	for name, e := range entries {
+		got, err := Encode(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join("testdata", name+".golden.json")
+		if *update {
+			if err := os.WriteFile(file, append(got, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, bytes.TrimSuffix(want, []byte("\n"))) {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+}

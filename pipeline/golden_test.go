@@ -1,0 +1,59 @@
+package pipeline
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestRecordsMatchGolden holds every record type to the bytes on the
+// topics: a change of the wire format fails here.
+func TestRecordsMatchGolden(t *testing.T) {
+	at := time.Date(2026, 3, 14, 9, 26, 53, 589793238, time.UTC)
+	start := at.Truncate(10 * time.Second)
+	var lag LagHistogram
+	for _, ms := range []int64{0, 3, 40, 900, 70_000, 4_000_000} {
+		lag.Observe(ms)
+	}
+	records := map[string]any{
+		"ad-event": AdEvent{V: 1, ID: "ev-1", Type: EventClick, Campaign: "c-7", Advertiser: "adv<&>", PriceMicros: 1_250_000, TS: at},
+		"spend-event": SpendEvent{V: 1, ID: SpendID("c-7", start), Campaign: "c-7", Advertiser: "adv-1", SpendMicros: 42,
+			Events: 3, WindowStart: start, WindowEnd: start.Add(10 * time.Second), DueAt: start.Add(15 * time.Second), EmittedAt: at},
+		"spend-event-no-due": SpendEvent{V: 1, ID: LateSpendID("c-7", start, "ev-9"), Campaign: "c-7", Advertiser: "adv-1",
+			SpendMicros: 1, Events: 1, WindowStart: start, WindowEnd: start.Add(10 * time.Second), EmittedAt: at},
+		"budget": Budget{V: 1, Campaign: "c-7", Advertiser: "adv-1", DailyMicros: 5_000_000, LifetimeMicros: 90_000_000, Timezone: "Europe/Berlin"},
+		"budget-status": BudgetStatus{V: 1, Campaign: "c-7", Status: StatusDailyCapped, Day: "2026-03-14",
+			SpentTodayMicros: 5_000_001, SpentLifetimeMicros: 70_000_000, UpdatedAt: at},
+		"pacing":         Pacing{V: 1, Campaign: "c-7", Rate: 0.000000125, TargetMicros: 100, ActualMicros: 90, UpdatedAt: at},
+		"bid-multiplier": BidMultiplier{V: 1, Campaign: "c-7", Multiplier: 1.75, UpdatedAt: at},
+		"health-sample": HealthSample{V: 1, Service: StageBudget, Side: SideStandby, Role: RoleLive, Instance: "i-1", Build: "v2",
+			Partitions: []int32{0, 2}, TopicPartitions: 4, WindowStart: start, WindowEnd: start.Add(10 * time.Second),
+			Events: 1234, LagMs: lag, LagMsMax: 4_000_000},
+		"registration": Registration{V: 1, Side: SidePrimary, Role: RoleDark, Stage: StageAggregator, Instance: "host-1",
+			Build: "v3", StartedAt: at},
+	}
+	for name, rec := range records {
+		got, err := Encode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join("testdata", "golden", name+".json")
+		if *update {
+			if err := os.WriteFile(file, append(got, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, bytes.TrimSuffix(want, []byte("\n"))) {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+}
