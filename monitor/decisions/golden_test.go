@@ -2,7 +2,7 @@ package decisions
 
 import (
 	"bytes"
-	"flag"
+	goflag "flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,7 +11,7 @@ import (
 	"github.com/hotpair/hotpair/internal/znode"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+var update = goflag.Bool("update", false, "rewrite the golden files")
 
 // TestEntriesMatchGolden holds the decision record's entries to the bytes
 // on hotpair-decisions: a change of the wire format fails here.
