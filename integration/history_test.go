@@ -11,12 +11,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/testbin"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // TestDecisionHistorySurvivesRestarts is the decision record's acceptance,
@@ -34,20 +33,20 @@ func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 	sb := startSandbox(t, bin, "--window", window.String(), "--grace", grace.String())
 	a := sb.addr
 	conn, paths := sb.zk(t)
-	budget := paths.Selection(pipeline.StageBudget)
+	budget := paths.Selection(contract.StageBudget)
 	started := time.Now()
 
 	// A failover and a return.
 	id := strings.TrimSpace(run(t, bin, "fault", "inject", "--http", a.HTTP, "stall", "--service", "budget", "--side", "primary"))
-	waitSelection(t, conn, budget, 2*window+10*time.Second, "budget on standby", func(s *znode.Selection) bool { return s.Active == pipeline.SideStandby })
+	waitSelection(t, conn, budget, 2*window+10*time.Second, "budget on standby", func(s *contract.Selection) bool { return s.Active == contract.SideStandby })
 	run(t, bin, "fault", "heal", "--http", a.HTTP, id)
-	waitSelection(t, conn, budget, grace+3*window+10*time.Second, "budget back on primary", func(s *znode.Selection) bool { return s.Active == pipeline.SidePrimary })
+	waitSelection(t, conn, budget, grace+3*window+10*time.Second, "budget back on primary", func(s *contract.Selection) bool { return s.Active == contract.SidePrimary })
 
 	// Both replicas restart: whatever they show now comes from the record.
 	run(t, bin, "fault", "inject", "--http", a.HTTP, "restart-monitors")
 	restarted := time.Now()
 	var page string
-	waitSelection(t, conn, budget, 3*window+10*time.Second, "a restarted replica to publish and show both switches", func(s *znode.Selection) bool {
+	waitSelection(t, conn, budget, 3*window+10*time.Second, "a restarted replica to publish and show both switches", func(s *contract.Selection) bool {
 		if !s.DecidedAt.After(restarted) {
 			return false
 		}
@@ -83,9 +82,9 @@ func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 	// The primary Kafka cluster stops: every service fails over, and the
 	// record keeps it on the standby's copy.
 	stop := strings.TrimSpace(run(t, bin, "fault", "inject", "--http", a.HTTP, "stop-cluster", "--side", "primary"))
-	for _, svc := range pipeline.Services() {
-		waitSelection(t, conn, paths.Selection(svc), 4*window+15*time.Second, svc+" on standby", func(s *znode.Selection) bool {
-			return s.Active == pipeline.SideStandby
+	for _, svc := range contract.Services() {
+		waitSelection(t, conn, paths.Selection(svc), 4*window+15*time.Second, svc+" on standby", func(s *contract.Selection) bool {
+			return s.Active == contract.SideStandby
 		})
 	}
 	failovers := func(recs []*kgo.Record) []string {
@@ -107,7 +106,7 @@ func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 		return ""
 	})
 	hist = run(t, bin, append([]string{"history", "--since", since, "--timeout", "15s"}, both...)...)
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		if !strings.Contains(hist, fmt.Sprintf("  %-6s  SWITCH primary → standby  failover", svc)) {
 			t.Fatalf("hotpair history with the primary cluster down lacks %s's failover:\n%s", svc, hist)
 		}

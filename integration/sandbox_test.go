@@ -18,11 +18,10 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/testbin"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor"
-	"github.com/hotpair/hotpair/pipeline"
 	"github.com/hotpair/hotpair/sandbox"
 )
 
@@ -56,8 +55,8 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 		if !ok {
 			return "the external record is not processed"
 		}
-		st, err := pipeline.DecodeBudgetStatus(v)
-		if err != nil || st.SpentLifetimeMicros != 4242 || st.Status != pipeline.StatusNoBudget {
+		st, err := contract.DecodeBudgetStatus(v)
+		if err != nil || st.SpentLifetimeMicros != 4242 || st.Status != contract.StatusNoBudget {
 			return fmt.Sprintf("the external campaign's status is %s (%v)", v, err)
 		}
 		return ""
@@ -66,25 +65,25 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	// Any ZooKeeper client reads the selection; without the monitor's
 	// identity it cannot change it.
 	conn, paths := sb.zk(t)
-	b, _, err := conn.Get(paths.Selection(pipeline.StageBudget))
+	b, _, err := conn.Get(paths.Selection(contract.StageBudget))
 	if err != nil {
 		t.Fatalf("reading the selection znode: %v", err)
 	}
-	if sel, err := znode.DecodeSelection(b); err != nil || sel.Active != pipeline.SidePrimary {
+	if sel, err := contract.DecodeSelection(b); err != nil || sel.Active != contract.SidePrimary {
 		t.Fatalf("selection %s: %v", b, err)
 	}
-	if _, err := conn.Set(paths.Selection(pipeline.StageBudget), []byte(`{"v":1,"active":"standby"}`), -1); !errors.Is(err, zk.ErrNoAuth) {
+	if _, err := conn.Set(paths.Selection(contract.StageBudget), []byte(`{"v":1,"active":"standby"}`), -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("an anonymous client changed the selection: %v", err)
 	}
 
 	// One command stalls the primary budget enforcer.
 	id := strings.TrimSpace(run(t, bin, "fault", "inject", "--http", a.HTTP, "stall", "--service", "budget", "--side", "primary"))
 	injected := time.Now()
-	waitSelection(t, conn, paths.Selection(pipeline.StageBudget), 2*window+5*time.Second, "budget on standby", func(sel *znode.Selection) bool {
-		return sel.Active == pipeline.SideStandby
+	waitSelection(t, conn, paths.Selection(contract.StageBudget), 2*window+5*time.Second, "budget on standby", func(sel *contract.Selection) bool {
+		return sel.Active == contract.SideStandby
 	})
 	var reason string
-	if sel := statusOf(t, bin, a, pipeline.StageBudget); sel == nil || sel.Active != pipeline.SideStandby {
+	if sel := statusOf(t, bin, a, contract.StageBudget); sel == nil || sel.Active != contract.SideStandby {
 		t.Fatalf("hotpair status does not show budget on standby: %+v", sel)
 	} else {
 		reason = sel.Reason
@@ -101,8 +100,8 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	// Healed, the primary must stay healthy for the grace period first.
 	run(t, bin, "fault", "heal", "--http", a.HTTP, id)
 	healed := time.Now()
-	waitSelection(t, conn, paths.Selection(pipeline.StageBudget), grace+3*window+10*time.Second, "budget back on primary", func(sel *znode.Selection) bool {
-		return sel.Active == pipeline.SidePrimary
+	waitSelection(t, conn, paths.Selection(contract.StageBudget), grace+3*window+10*time.Second, "budget back on primary", func(sel *contract.Selection) bool {
+		return sel.Active == contract.SidePrimary
 	})
 	if back := time.Since(healed); back < grace {
 		t.Errorf("traffic returned %s after the heal, before the grace period %s", back, grace)
@@ -111,10 +110,10 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	// The operator credentials of the address file work for overrides.
 	run(t, bin, "override", "set", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--auth", a.OperatorAuth,
 		"--service", "pacer", "--side", "standby", "--for", "1m", "--reason", "integration test")
-	waitSelection(t, conn, paths.Selection(pipeline.StagePacer), 10*time.Second, "the override applied", func(sel *znode.Selection) bool {
-		return sel.Active == pipeline.SideStandby && sel.Override != nil
+	waitSelection(t, conn, paths.Selection(contract.StagePacer), 10*time.Second, "the override applied", func(sel *contract.Selection) bool {
+		return sel.Active == contract.SideStandby && sel.Override != nil
 	})
-	if sel := statusOf(t, bin, a, pipeline.StagePacer); sel == nil || sel.Active != pipeline.SideStandby || sel.Override == nil {
+	if sel := statusOf(t, bin, a, contract.StagePacer); sel == nil || sel.Active != contract.SideStandby || sel.Override == nil {
 		t.Errorf("hotpair status does not show the override: %+v", sel)
 	}
 	run(t, bin, "override", "clear", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--auth", a.OperatorAuth, "--service", "pacer", "--reason", "done")
@@ -157,14 +156,14 @@ func startSandbox(t *testing.T, bin string, args ...string) *sandboxProcess {
 
 // zk is an anonymous ZooKeeper session to the sandbox (closed at the end
 // of the test) and its znode layout.
-func (sb *sandboxProcess) zk(t *testing.T) (*zk.Conn, znode.Paths) {
+func (sb *sandboxProcess) zk(t *testing.T) (*zk.Conn, contract.Paths) {
 	t.Helper()
 	conn, _, err := zk.Connect([]string{sb.addr.ZK}, 5*time.Second, zk.WithLogger(quiet{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	return conn, znode.NewPaths(sb.addr.ZKRoot)
+	return conn, contract.NewPaths(sb.addr.ZKRoot)
 }
 
 // interrupt stops the sandbox as Ctrl-C does and checks that it exits
@@ -222,7 +221,7 @@ func run(t *testing.T, bin string, args ...string) string {
 }
 
 // statusOf returns a service's selection as `hotpair status --json` shows it.
-func statusOf(t *testing.T, bin string, a sandbox.Addresses, service string) *znode.Selection {
+func statusOf(t *testing.T, bin string, a sandbox.Addresses, service string) *contract.Selection {
 	t.Helper()
 	out, err := exec.Command(bin, "status", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--json").Output()
 	if err != nil {
@@ -253,7 +252,7 @@ func get(t *testing.T, url string) string {
 
 // waitSelection waits, on a ZooKeeper watch, until the selection znode p
 // decodes and satisfies cond.
-func waitSelection(t *testing.T, conn *zk.Conn, p string, timeout time.Duration, what string, cond func(*znode.Selection) bool) {
+func waitSelection(t *testing.T, conn *zk.Conn, p string, timeout time.Duration, what string, cond func(*contract.Selection) bool) {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
@@ -261,7 +260,7 @@ func waitSelection(t *testing.T, conn *zk.Conn, p string, timeout time.Duration,
 		if err != nil {
 			t.Fatalf("reading %s: %v", p, err)
 		}
-		if sel, err := znode.DecodeSelection(b); err == nil && cond(&sel) {
+		if sel, err := contract.DecodeSelection(b); err == nil && cond(&sel) {
 			return
 		}
 		select {

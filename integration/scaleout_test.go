@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/kafkatest"
@@ -62,7 +63,7 @@ zk: {servers: ["%s"], root: %s}
 	}
 
 	cov := newCoverage(t, brokers, sample)
-	statuses := kafkatest.Follow(t, brokers, pipeline.TopicsWithPrefix("").BudgetStatus)
+	statuses := kafkatest.Follow(t, brokers, contract.TopicsWithPrefix("").BudgetStatus)
 	waitRegistered(t, zktest.Conn(t, zkAddr, nil), root, len(instances))
 	changestest.WaitFor(t, &cov.changes, 90*time.Second, "every stage's partitions spread over the three instances", func() bool {
 		return cov.spread(instances, partitions) == ""
@@ -72,7 +73,7 @@ zk: {servers: ["%s"], root: %s}
 		t.Fatalf("the monitor's view: %s", msg)
 	}
 
-	in, err := pipeline.NewIngester(pipeline.IngestOptions{Clusters: map[string][]string{pipeline.SidePrimary: brokers}})
+	in, err := pipeline.NewIngester(pipeline.IngestOptions{Clusters: map[string][]string{contract.SidePrimary: brokers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +121,8 @@ zk: {servers: ["%s"], root: %s}
 func waitRegistered(t *testing.T, conn *zk.Conn, root string, n int) {
 	t.Helper()
 	deadline := time.After(90 * time.Second)
-	for _, stage := range pipeline.Stages() {
-		node := root + "/instances/" + pipeline.SidePrimary + "/" + stage
+	for _, stage := range contract.Stages() {
+		node := root + "/instances/" + contract.SidePrimary + "/" + stage
 		for {
 			kids, _, ev, err := conn.ChildrenW(node)
 			if errors.Is(err, zk.ErrNoNode) {
@@ -150,7 +151,7 @@ func waitRegistered(t *testing.T, conn *zk.Conn, root string, n int) {
 type coverage struct {
 	changes changes.Feed // every batch of samples read
 	mu      sync.Mutex
-	latest  map[string]map[string]pipeline.HealthSample // stage -> instance -> newest sample
+	latest  map[string]map[string]contract.HealthSample // stage -> instance -> newest sample
 	at      map[string]map[string]time.Time             // when it arrived
 	agg     *core.Aggregator
 	gone    map[string]bool
@@ -163,9 +164,9 @@ type coverage struct {
 func newCoverage(t *testing.T, brokers []string, sample time.Duration) *coverage {
 	cfg := core.DefaultConfig()
 	cfg.Rules.SampleInterval = sample
-	c := &coverage{latest: map[string]map[string]pipeline.HealthSample{}, at: map[string]map[string]time.Time{},
+	c := &coverage{latest: map[string]map[string]contract.HealthSample{}, at: map[string]map[string]time.Time{},
 		agg: core.NewAggregator(cfg, time.Now()), gone: map[string]bool{}}
-	cl := kafkatest.Client(t, brokers, kgo.ConsumeTopics(pipeline.TopicsWithPrefix("").Health),
+	cl := kafkatest.Client(t, brokers, kgo.ConsumeTopics(contract.TopicsWithPrefix("").Health),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -176,7 +177,7 @@ func newCoverage(t *testing.T, brokers []string, sample time.Duration) *coverage
 			fs := cl.PollFetches(ctx)
 			now := time.Now()
 			fs.EachRecord(func(r *kgo.Record) {
-				s, err := pipeline.DecodeHealthSample(r.Value)
+				s, err := contract.DecodeHealthSample(r.Value)
 				if err != nil {
 					return
 				}
@@ -187,7 +188,7 @@ func newCoverage(t *testing.T, brokers []string, sample time.Duration) *coverage
 					return
 				}
 				if c.latest[s.Service] == nil {
-					c.latest[s.Service] = map[string]pipeline.HealthSample{}
+					c.latest[s.Service] = map[string]contract.HealthSample{}
 					c.at[s.Service] = map[string]time.Time{}
 				}
 				c.latest[s.Service][s.Instance] = s
@@ -239,7 +240,7 @@ func (c *coverage) spread(instances []string, partitions int32) string {
 }
 
 func (c *coverage) spreadLocked(instances []string, partitions int32) string {
-	for _, stage := range pipeline.Stages() {
+	for _, stage := range contract.Stages() {
 		var union []int32
 		for _, in := range instances {
 			s, ok := c.latest[stage][in]
@@ -268,7 +269,7 @@ func (c *coverage) describe() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := ""
-	for _, stage := range pipeline.Stages() {
+	for _, stage := range contract.Stages() {
 		out += stage + ":"
 		ids := make([]string, 0, len(c.latest[stage]))
 		for in := range c.latest[stage] {
@@ -292,7 +293,7 @@ func (c *coverage) monitorCoverage(instances []string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, st := range c.agg.Close(time.Now()) {
-		if k.Side != pipeline.SidePrimary {
+		if k.Side != contract.SidePrimary {
 			continue
 		}
 		if st.UnassignedCount != 0 || st.TopicPartitions != 12 || st.Instances != len(instances) {
@@ -306,7 +307,7 @@ func (c *coverage) monitorCoverage(instances []string) string {
 // latest budget statuses equals truth.
 func spendMismatch(latest map[string][]byte, truth map[string]int64) string {
 	for c, want := range truth {
-		st, err := pipeline.DecodeBudgetStatus(latest[c])
+		st, err := contract.DecodeBudgetStatus(latest[c])
 		if err != nil || st.SpentLifetimeMicros != want {
 			return fmt.Sprintf("campaign %s: spent %d, want %d (%v)", c, st.SpentLifetimeMicros, want, err)
 		}

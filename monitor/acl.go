@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // ACLPolicy is who may change hotpair's znodes. With both identities empty
@@ -35,7 +35,7 @@ type ACLPolicy struct {
 
 // DigestID returns ZooKeeper's digest id of an identity: what an ACL names,
 // without the password.
-func DigestID(c zkutil.Credentials) string {
+func DigestID(c contract.Credentials) string {
 	sum := sha1.Sum([]byte(c.User + ":" + c.Password))
 	return c.User + ":" + base64.StdEncoding.EncodeToString(sum[:])
 }
@@ -84,7 +84,7 @@ func (p ACLPolicy) Override() []zk.ACL { return p.acl(zk.PermRead, p.Operator) }
 
 // OperatorPolicy is the policy an operator tool applies to what it creates:
 // an identity given on the command line protects the override it writes.
-func OperatorPolicy(c *zkutil.Credentials) ACLPolicy {
+func OperatorPolicy(c *contract.Credentials) ACLPolicy {
 	if c == nil {
 		return ACLPolicy{}
 	}
@@ -96,7 +96,7 @@ func OperatorPolicy(c *zkutil.Credentials) ACLPolicy {
 // upgrade from auth off to auth on needs no manual step). An existing root is
 // left as the operator set it up. It fails with ErrACL when ZooKeeper does
 // not let it; the message names the znode and the fix.
-func ensureLayout(conn *zk.Conn, paths znode.Paths, p ACLPolicy, services []string) error {
+func ensureLayout(conn *zk.Conn, paths contract.Paths, p ACLPolicy, services []string) error {
 	steps := []struct {
 		path string
 		acl  []zk.ACL

@@ -8,14 +8,14 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 var (
-	monitorID  = zkutil.Credentials{User: "hotpair-monitor", Password: "m0n-secret"}
-	operatorID = zkutil.Credentials{User: "oncall", Password: "op-secret"}
+	monitorID  = contract.Credentials{User: "hotpair-monitor", Password: "m0n-secret"}
+	operatorID = contract.Credentials{User: "oncall", Password: "op-secret"}
 )
 
 // With digest auth on, everyone can read the selection and the overrides,
@@ -38,10 +38,10 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 	cfg.ZK.Auth = monitorID.String()
 	cfg.ZK.OperatorUser = DigestID(operatorID)
 	r := startReplica(t, cfg)
-	w := watchSelection(t, anon, paths, pipeline.StageBudget)
-	w.waitActive(t, pipeline.SidePrimary, 4*tWindow+5*time.Second)
+	w := watchSelection(t, anon, paths, contract.StageBudget)
+	w.waitActive(t, contract.SidePrimary, 4*tWindow+5*time.Second)
 
-	sel := paths.Selection(pipeline.StageBudget)
+	sel := paths.Selection(contract.StageBudget)
 	if _, _, err := anon.Get(sel); err != nil {
 		t.Fatalf("anonymous read of the selection: %v", err)
 	}
@@ -60,11 +60,11 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 	refused("entering the monitor election", err)
 	_, err = anon.SetACL(sel, zkutil.OpenACL(), -1)
 	refused("ACL change of the selection", err)
-	_, err = anon.Create(paths.Override(pipeline.StageBudget), []byte("x"), 0, zkutil.OpenACL())
+	_, err = anon.Create(paths.Override(contract.StageBudget), []byte("x"), 0, zkutil.OpenACL())
 	refused("create of an override", err)
 
 	now := time.Now()
-	req := OverrideRequest{Service: pipeline.StageBudget, Side: pipeline.SideStandby, Until: now.Add(time.Hour),
+	req := OverrideRequest{Service: contract.StageBudget, Side: contract.SideStandby, Until: now.Add(time.Hour),
 		Reason: "drill", By: "oncall"}
 	if _, err := SetOverride(anon, paths, OperatorPolicy(nil), req, now); !errors.Is(err, ErrACL) || !strings.Contains(err.Error(), "--auth") {
 		t.Fatalf("anonymous SetOverride: err=%v, want ErrACL with a hint", err)
@@ -79,7 +79,7 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 	if _, err := SetOverride(asOperator, paths, OperatorPolicy(&operatorID), req, now); err != nil {
 		t.Fatalf("SetOverride as the operator: %v", err)
 	}
-	got := w.waitActive(t, pipeline.SideStandby, 5*time.Second)
+	got := w.waitActive(t, contract.SideStandby, 5*time.Second)
 	t.Logf("override published %s after it was set (window %s)", time.Since(set).Round(time.Millisecond), tWindow)
 	if got.Override == nil || got.Override.By != "oncall" || !strings.Contains(got.Reason, "override") {
 		t.Fatalf("selection under override: %+v", got)
@@ -88,11 +88,11 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 	waitFor(t, &r.changes, 5*time.Second, "hotpair_switches_total{override} to be 1", func() bool {
 		return r.metric(t, "hotpair_switches_total", "service", "budget", "side", "standby", "reason", "override") == 1
 	})
-	ov := paths.Override(pipeline.StageBudget)
+	ov := paths.Override(contract.StageBudget)
 	_, err = anon.Set(ov, []byte("x"), -1)
 	refused("set of the override", err)
 	refused("delete of the override", anon.Delete(ov, -1))
-	if _, err := ClearOverride(anon, paths, pipeline.StageBudget, "anon", "", time.Now()); !errors.Is(err, ErrACL) {
+	if _, err := ClearOverride(anon, paths, contract.StageBudget, "anon", "", time.Now()); !errors.Is(err, ErrACL) {
 		t.Fatalf("anonymous ClearOverride: err=%v, want ErrACL", err)
 	}
 
@@ -109,14 +109,14 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 		}
 	}
 
-	if _, err := ClearOverride(asOperator, paths, pipeline.StageBudget, "oncall", "drill over", time.Now()); err != nil {
+	if _, err := ClearOverride(asOperator, paths, contract.StageBudget, "oncall", "drill over", time.Now()); err != nil {
 		t.Fatalf("ClearOverride: %v", err)
 	}
-	o, _, err := ReadOverride(anon, paths, pipeline.StageBudget)
+	o, _, err := ReadOverride(anon, paths, contract.StageBudget)
 	if err != nil || o == nil || o.ActiveAt(time.Now()) || !strings.HasPrefix(o.Reason, "cleared: drill over") {
 		t.Fatalf("override after clear: %+v, %v; want an ended override with the reason kept", o, err)
 	}
-	if _, err := ClearOverride(asOperator, paths, pipeline.StageBudget, "oncall", "", time.Now()); !errors.Is(err, ErrNoOverride) {
+	if _, err := ClearOverride(asOperator, paths, contract.StageBudget, "oncall", "", time.Now()); !errors.Is(err, ErrNoOverride) {
 		t.Fatalf("clearing again: err=%v, want ErrNoOverride", err)
 	}
 }
@@ -127,7 +127,7 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 func TestForeignACLStopsTheMonitorAtStart(t *testing.T) {
 	addr := zktest.Addr(t)
 	paths := testRoot(t)
-	other := zkutil.Credentials{User: "someone-else", Password: "x"}
+	other := contract.Credentials{User: "someone-else", Password: "x"}
 	conn := testConn(t, addr, &other)
 	if err := zkutil.EnsurePath(conn, paths.Root, zkutil.OpenACL()); err != nil {
 		t.Fatal(err)

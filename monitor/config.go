@@ -9,11 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/yamlconf"
-	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/core"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Config is the monitor daemon's YAML configuration (`hotpair monitor
@@ -105,8 +103,8 @@ type RecordConfig struct {
 // DefaultConfig returns a config with every default set and no servers.
 func DefaultConfig() Config {
 	return Config{
-		ZK:       ZKConfig{Root: znode.DefaultRoot, SessionTimeout: 10 * time.Second},
-		Services: pipeline.Services(),
+		ZK:       ZKConfig{Root: contract.DefaultRoot, SessionTimeout: 10 * time.Second},
+		Services: contract.Services(),
 		HTTP:     HTTPConfig{Listen: ":9470"},
 		History:  HistoryConfig{Retention: 6 * time.Hour, MaxPoints: 2000, Switches: 100},
 		Record:   RecordConfig{Retention: 30 * 24 * time.Hour, Replication: 3},
@@ -124,7 +122,7 @@ func ParseConfig(b []byte) (Config, error) {
 		return Config{}, fmt.Errorf("%w: %v; docs/monitor.md lists every key", ErrConfig, err)
 	}
 	if c.Services == nil {
-		c.Services = pipeline.Services()
+		c.Services = contract.Services()
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -153,7 +151,7 @@ func (c Config) Validate() error {
 	}
 	c.validateZK(bad)
 	for i, cl := range []ClusterConfig{c.Clusters.Primary, c.Clusters.Standby} {
-		side := pipeline.Sides()[i]
+		side := contract.Sides()[i]
 		if len(cl.Brokers) == 0 {
 			bad("clusters."+side+".brokers", "is required: the seed brokers of the %s side's Kafka cluster, e.g. [\"kafka-%s-1:9092\"]", side, side[:1])
 		}
@@ -167,11 +165,11 @@ func (c Config) Validate() error {
 		bad("clusters.standby.brokers", "are the primary's: the two sides must be separate Kafka clusters")
 	}
 	if len(c.Services) == 0 {
-		bad("services", "must list at least one of %s (or be left out for all)", strings.Join(pipeline.Services(), ", "))
+		bad("services", "must list at least one of %s (or be left out for all)", strings.Join(contract.Services(), ", "))
 	}
 	for i, s := range c.Services {
-		if !pipeline.IsService(s) {
-			bad("services", "has %q: each must be one of %s", s, strings.Join(pipeline.Services(), ", "))
+		if !contract.IsService(s) {
+			bad("services", "has %q: each must be one of %s", s, strings.Join(contract.Services(), ", "))
 		} else if slices.Index(c.Services, s) != i {
 			bad("services", "lists %q twice", s)
 		}
@@ -236,7 +234,7 @@ func (c Config) validateZK(bad func(key, format string, args ...any)) {
 		bad("zk.auth_file", "and zk.auth are both set: keep one")
 	}
 	if z.Auth != "" {
-		if _, err := zkutil.ParseCredentials(z.Auth); err != nil {
+		if _, err := contract.ParseCredentials(z.Auth); err != nil {
 			bad("zk.auth", "must be user:password (the monitor's digest identity)")
 		}
 	}
@@ -254,7 +252,7 @@ func (c Config) validateZK(bad func(key, format string, args ...any)) {
 }
 
 // credentials returns the monitor identity, reading zk.auth_file if set.
-func (z ZKConfig) credentials() (*zkutil.Credentials, error) {
+func (z ZKConfig) credentials() (*contract.Credentials, error) {
 	s := z.Auth
 	if z.AuthFile != "" {
 		b, err := os.ReadFile(z.AuthFile)
@@ -263,7 +261,7 @@ func (z ZKConfig) credentials() (*zkutil.Credentials, error) {
 		}
 		s = strings.TrimSpace(string(b))
 	}
-	c, err := zkutil.ParseCredentials(s)
+	c, err := contract.ParseCredentials(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: zk.auth_file: %s must hold user:password", ErrConfig, z.AuthFile)
 	}
@@ -271,7 +269,7 @@ func (z ZKConfig) credentials() (*zkutil.Credentials, error) {
 }
 
 // policy is the ACL policy the config asks for.
-func (c Config) policy(monitor *zkutil.Credentials) ACLPolicy {
+func (c Config) policy(monitor *contract.Credentials) ACLPolicy {
 	if monitor == nil {
 		return ACLPolicy{}
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/yamlconftest"
-	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/monitor/core"
 )
 
@@ -93,7 +93,7 @@ func TestAuthFile(t *testing.T) {
 
 func TestDigestID(t *testing.T) {
 	// ZooKeeper's documented example: super:test has the digest below.
-	id := DigestID(zkutil.Credentials{User: "super", Password: "test"})
+	id := DigestID(contract.Credentials{User: "super", Password: "test"})
 	if id != "super:D/InIHSb7yEEbrWz8b9l71RjZJU=" {
 		t.Fatalf("DigestID = %s", id)
 	}

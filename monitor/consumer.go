@@ -10,13 +10,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // received is one decoded health sample and when it was read.
 type received struct {
-	sample pipeline.HealthSample
+	sample contract.HealthSample
 	at     time.Time
 }
 
@@ -96,7 +96,7 @@ func (c *tail) run(ctx context.Context) error {
 // may have died since.
 func (m *Monitor) healthTail(side string, brokers []string, from time.Time, out chan<- received) *tail {
 	return &tail{side: side, brokers: brokers, clientID: "hotpair-monitor-" + side,
-		topic: pipeline.TopicsWithPrefix(m.cfg.TopicPrefix).Health, what: "health samples",
+		topic: contract.TopicsWithPrefix(m.cfg.TopicPrefix).Health, what: "health samples",
 		from: from, log: m.log, errs: m.m.consumerErrors.WithLabelValues(side), bad: m.m.badSamples.MustCurryWith(prometheus.Labels{"side": side}),
 		now: time.Now, opts: m.kopts,
 		take: func(ctx context.Context, r *kgo.Record, at time.Time) (string, bool) {
@@ -115,10 +115,10 @@ func (m *Monitor) healthTail(side string, brokers []string, from time.Time, out 
 }
 
 // decodeSample returns the sample or the reason it is bad.
-func decodeSample(side string, r *kgo.Record) (pipeline.HealthSample, string) {
-	s, err := pipeline.DecodeHealthSample(r.Value)
+func decodeSample(side string, r *kgo.Record) (contract.HealthSample, string) {
+	s, err := contract.DecodeHealthSample(r.Value)
 	if err != nil {
-		if reason := string(pipeline.ReasonOf(err)); reason != "" {
+		if reason := string(contract.ReasonOf(err)); reason != "" {
 			return s, reason
 		}
 		return s, "invalid"

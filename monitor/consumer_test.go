@@ -6,9 +6,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/zktest"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // N good samples make exactly N aggregation steps, however many windows
@@ -24,15 +24,15 @@ func TestSamplesAreAggregatedOnceAndBadOnesSkipped(t *testing.T) {
 	// are reading before producing.
 	waitFor(t, &r.changes, 4*tWindow+5*time.Second, "a first window", func() bool { return r.metric(t, "hotpair_monitor_evaluations_total") >= 1 })
 
-	topic := pipeline.TopicsWithPrefix("").Health
+	topic := contract.TopicsWithPrefix("").Health
 	now := time.Now()
 	var onP, onS []*kgo.Record
 	for i := range 20 {
 		at := now.Add(time.Duration(i) * tSampleInterval)
-		onP = append(onP, record(sample(pipeline.StageBudget, pipeline.SidePrimary, "i0", "b1", at, 10, 5)))
-		onS = append(onS, record(sample(pipeline.StageBudget, pipeline.SideStandby, "i0", "b1", at, 10, 5)))
+		onP = append(onP, record(sample(contract.StageBudget, contract.SidePrimary, "i0", "b1", at, 10, 5)))
+		onS = append(onS, record(sample(contract.StageBudget, contract.SideStandby, "i0", "b1", at, 10, 5)))
 	}
-	wrongSide := sample(pipeline.StagePacer, pipeline.SideStandby, "x", "b1", now, 1, 1)
+	wrongSide := sample(contract.StagePacer, contract.SideStandby, "x", "b1", now, 1, 1)
 	bad := []*kgo.Record{
 		{Topic: topic, Key: []byte("junk"), Value: []byte("{not json")},
 		{Topic: topic, Key: []byte("v2"), Value: []byte(`{"v":2}`)},

@@ -5,7 +5,7 @@
 //   - an evaluation loop on its own ticker closes a window every
 //     Config.Window and decides every service, whatever Kafka or ZooKeeper do;
 //   - replicas elect a leader in ZooKeeper (ephemeral sequential nodes under
-//     znode.Paths.LeaderDir); followers stay hot and mirror what the leader
+//     contract.Paths.LeaderDir); followers stay hot and mirror what the leader
 //     published, so a new leader continues the hysteresis;
 //   - the leader's publisher writes /selection/<service> in one ZooKeeper
 //     multi fenced on its own election node (writeSelection), so a deposed

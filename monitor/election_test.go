@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 func TestElectionOneLeaderAndHandover(t *testing.T) {
@@ -76,7 +76,7 @@ func TestFencedWrite(t *testing.T) {
 	b, _ := startElection(t, sb, paths, "b")
 	waitFor(t, &b.changes, 10*time.Second, "b to enter", func() bool { return b.get().Node != "" })
 
-	sel := znode.Selection{V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 0, Reason: "first"}
+	sel := contract.Selection{V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 0, Reason: "first"}
 	aNode := a.get().Node
 	v, err := writeSelection(sa.conn, paths, aNode, sel, absent, zkutil.OpenACL())
 	if err != nil || v != 0 {

@@ -5,10 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // snapshot is what the evaluation loop last decided, for Status and the page.
@@ -32,7 +31,7 @@ type evaluator struct {
 	restores <-chan restoreMsg
 
 	gen       int64 // > 0 while leading: the seed generation to offer with
-	overrides map[string]*znode.Override
+	overrides map[string]*contract.Override
 	last      core.Evaluation
 	stagger   map[string]string
 	kinds     map[string]string
@@ -75,7 +74,7 @@ func (e *evaluator) tick(now time.Time) {
 	e.last = ev
 	e.m.m.evaluations.Inc()
 	e.m.m.lastEvaluation.Set(float64(now.UnixNano()) / 1e9)
-	e.exportVerdicts(pipeline.StageAggregator) // how far behind each side's input is
+	e.exportVerdicts(contract.StageAggregator) // how far behind each side's input is
 	for i, d := range ev.Decisions {
 		if !slices.Contains(e.m.cfg.Services, d.Service) {
 			continue
@@ -165,9 +164,9 @@ func (e *evaluator) offerState(st core.State, switched bool, kind string, closed
 
 // windowEntry is the decision record's entry of the window e.last for sel's
 // service: both sides' verdicts and the selection decided with them.
-func (e *evaluator) windowEntry(sel znode.Selection) decisions.Entry {
+func (e *evaluator) windowEntry(sel contract.Selection) decisions.Entry {
 	verdicts := map[string]decisions.Verdict{}
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		if v, ok := e.last.Verdict(sel.Service, side); ok {
 			verdicts[side] = sideVerdictOf(v)
 		}
@@ -178,7 +177,7 @@ func (e *evaluator) windowEntry(sel znode.Selection) decisions.Entry {
 }
 
 func (e *evaluator) exportDecision(st core.State) {
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		e.m.m.activeSide.WithLabelValues(st.Service, side).Set(b2f(st.Active == side))
 	}
 	e.m.m.degraded.WithLabelValues(st.Service).Set(b2f(st.Degraded))
@@ -187,7 +186,7 @@ func (e *evaluator) exportDecision(st core.State) {
 }
 
 func (e *evaluator) exportVerdicts(service string) {
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		v, ok := e.last.Verdict(service, side)
 		if !ok {
 			continue
@@ -234,7 +233,7 @@ func (e *evaluator) publishSnapshot(lastEval time.Time) {
 		}
 		ld := &LocalDecision{Active: st.Active, Kind: e.kinds[svc], Reason: st.Reason, Degraded: st.Degraded, Epoch: st.Epoch,
 			DecidedAt: st.DecidedAt, Sides: map[string]SideVerdict{}, StaggerViolation: e.stagger[svc]}
-		for _, side := range pipeline.Sides() {
+		for _, side := range contract.Sides() {
 			v, ok := e.last.Verdict(svc, side)
 			if !ok {
 				continue

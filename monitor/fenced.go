@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // absent is the version of a selection znode that does not exist yet.
@@ -23,9 +23,9 @@ const absent int32 = -1
 // changed or appeared since it was read), ErrACL, or a connection error
 // (after which the write may or may not have happened: re-read before
 // trying again).
-func writeSelection(conn *zk.Conn, paths znode.Paths, leaderNode string, sel znode.Selection, version int32, acl []zk.ACL) (int32, error) {
+func writeSelection(conn *zk.Conn, paths contract.Paths, leaderNode string, sel contract.Selection, version int32, acl []zk.ACL) (int32, error) {
 	p := paths.Selection(sel.Service)
-	data, err := znode.Encode(sel)
+	data, err := contract.Encode(sel)
 	if err != nil {
 		return 0, fmt.Errorf("monitor: encoding the selection of %s: %w", sel.Service, err)
 	}
@@ -57,7 +57,7 @@ func writeSelection(conn *zk.Conn, paths znode.Paths, leaderNode string, sel zno
 // readSelection returns the selection of service and its version, or absent
 // and a nil selection when there is none. A document that does not decode is
 // returned as an error with its version, so a leader can still overwrite it.
-func readSelection(conn *zk.Conn, paths znode.Paths, service string) (*znode.Selection, int32, error) {
+func readSelection(conn *zk.Conn, paths contract.Paths, service string) (*contract.Selection, int32, error) {
 	p := paths.Selection(service)
 	b, stat, err := conn.Get(p)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -69,7 +69,7 @@ func readSelection(conn *zk.Conn, paths znode.Paths, service string) (*znode.Sel
 	if len(b) == 0 {
 		return nil, stat.Version, nil
 	}
-	sel, err := znode.DecodeSelection(b)
+	sel, err := contract.DecodeSelection(b)
 	if err != nil {
 		return nil, stat.Version, fmt.Errorf("monitor: %s: %w", p, err)
 	}

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/httpserver"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/core"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // GateAnswer is the rollout gate's answer as JSON: the body of
@@ -43,8 +42,8 @@ type GateAnswer struct {
 // overrides, as the monitor holds them (Monitor.Status) or as ZooKeeper
 // holds them (ReadStatus), and the registered pipeline instances
 // (ReadRegistrations). Both give the same answer for the same state.
-func Gate(st Status, registered []pipeline.Registration, req core.GateRequest) GateAnswer {
-	in := core.GateInput{Selections: map[string]*znode.Selection{}, Overrides: map[string]*znode.Override{}, Registered: registered}
+func Gate(st Status, registered []contract.Registration, req core.GateRequest) GateAnswer {
+	in := core.GateInput{Selections: map[string]*contract.Selection{}, Overrides: map[string]*contract.Override{}, Registered: registered}
 	for _, ss := range st.Services {
 		in.Services = append(in.Services, ss.Service)
 		in.Selections[ss.Service], in.Overrides[ss.Service] = ss.Selection, ss.Override

@@ -14,12 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Timings of the integration tests: short windows so that the package's
@@ -42,9 +41,9 @@ type cluster struct {
 
 func startClusters(t testing.TB) (primary, standby cluster) {
 	t.Helper()
-	topic := pipeline.TopicsWithPrefix("").Health
+	topic := contract.TopicsWithPrefix("").Health
 	var cs [2]cluster
-	for i, side := range pipeline.Sides() {
+	for i, side := range contract.Sides() {
 		c := kafkatest.Cluster(t)
 		cs[i] = cluster{side: side, brokers: c.ListenAddrs(), kc: c}
 		if err := kafka.EnsureTopics(t.Context(), cs[i].brokers, 3, 1, kafka.TopicSpec{Name: topic}); err != nil {
@@ -99,7 +98,7 @@ func (f *fleet) run(ctx context.Context) {
 			if stopped {
 				continue
 			}
-			for _, stage := range pipeline.Stages() {
+			for _, stage := range contract.Stages() {
 				for inst := range 2 {
 					s := sample(stage, f.side, fmt.Sprintf("i%d", inst), build, now, events, lag)
 					s.Partitions = []int32{int32(2 * inst), int32(2*inst + 1)}
@@ -118,8 +117,8 @@ func (f *fleet) run(ctx context.Context) {
 	}
 }
 
-func sample(stage, side, instance, build string, end time.Time, events, lagMs int64) pipeline.HealthSample {
-	s := pipeline.HealthSample{V: 1, Service: stage, Side: side, Role: pipeline.RoleLive, Instance: instance,
+func sample(stage, side, instance, build string, end time.Time, events, lagMs int64) contract.HealthSample {
+	s := contract.HealthSample{V: 1, Service: stage, Side: side, Role: contract.RoleLive, Instance: instance,
 		Build: build, Partitions: []int32{0, 1, 2, 3}, TopicPartitions: tPartitions,
 		WindowStart: end.Add(-tSampleInterval).UTC(), WindowEnd: end.UTC(), Events: events, LagMsMax: lagMs}
 	for range events {
@@ -128,16 +127,16 @@ func sample(stage, side, instance, build string, end time.Time, events, lagMs in
 	return s
 }
 
-func record(s pipeline.HealthSample) *kgo.Record {
-	b, err := pipeline.Encode(s)
+func record(s contract.HealthSample) *kgo.Record {
+	b, err := contract.Encode(s)
 	if err != nil {
 		panic(err)
 	}
-	return &kgo.Record{Topic: pipeline.TopicsWithPrefix("").Health, Key: []byte(s.Key()), Value: b}
+	return &kgo.Record{Topic: contract.TopicsWithPrefix("").Health, Key: []byte(s.Key()), Value: b}
 }
 
 // testConfig is a monitor config for the test clusters and ZooKeeper.
-func testConfig(id, zkAddr string, paths znode.Paths, p, s cluster) Config {
+func testConfig(id, zkAddr string, paths contract.Paths, p, s cluster) Config {
 	c := DefaultConfig()
 	c.ID = id
 	c.ZK.Servers = []string{zkAddr}
@@ -207,10 +206,10 @@ func gathered(t testing.TB, g prometheus.Gatherer, name string, labels ...string
 type selectionWatcher struct {
 	changes changes.Feed // every selection seen
 	mu      sync.Mutex
-	seen    []znode.Selection
+	seen    []contract.Selection
 }
 
-func watchSelection(t testing.TB, conn *zk.Conn, paths znode.Paths, service string) *selectionWatcher {
+func watchSelection(t testing.TB, conn *zk.Conn, paths contract.Paths, service string) *selectionWatcher {
 	t.Helper()
 	w := &selectionWatcher{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -230,7 +229,7 @@ func watchSelection(t testing.TB, conn *zk.Conn, paths znode.Paths, service stri
 				continue
 			}
 			if len(b) > 0 {
-				if sel, err := znode.DecodeSelection(b); err == nil {
+				if sel, err := contract.DecodeSelection(b); err == nil {
 					w.mu.Lock()
 					w.seen = append(w.seen, sel)
 					w.mu.Unlock()
@@ -247,13 +246,13 @@ func watchSelection(t testing.TB, conn *zk.Conn, paths znode.Paths, service stri
 	return w
 }
 
-func (w *selectionWatcher) all() []znode.Selection {
+func (w *selectionWatcher) all() []contract.Selection {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]znode.Selection(nil), w.seen...)
+	return append([]contract.Selection(nil), w.seen...)
 }
 
-func (w *selectionWatcher) last() *znode.Selection {
+func (w *selectionWatcher) last() *contract.Selection {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.seen) == 0 {
@@ -264,9 +263,9 @@ func (w *selectionWatcher) last() *znode.Selection {
 }
 
 // waitActive waits until the published selection names side and returns it.
-func (w *selectionWatcher) waitActive(t testing.TB, side string, timeout time.Duration) znode.Selection {
+func (w *selectionWatcher) waitActive(t testing.TB, side string, timeout time.Duration) contract.Selection {
 	t.Helper()
-	var got *znode.Selection
+	var got *contract.Selection
 	waitFor(t, &w.changes, timeout, "the selection to name "+side, func() bool {
 		got = w.last()
 		return got != nil && got.Active == side
@@ -276,7 +275,7 @@ func (w *selectionWatcher) waitActive(t testing.TB, side string, timeout time.Du
 
 // checkNeverReversed fails when the epochs a reader saw ever went down, or
 // the active side changed without the epoch growing.
-func checkNeverReversed(t testing.TB, seen []znode.Selection) {
+func checkNeverReversed(t testing.TB, seen []contract.Selection) {
 	t.Helper()
 	for i := 1; i < len(seen); i++ {
 		a, b := seen[i-1], seen[i]

@@ -6,9 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Point is one evaluation window of one service, as the on-call page charts it.
@@ -39,9 +38,9 @@ type Switch struct {
 	Epoch  int64  `json:"epoch"`
 	Reason string `json:"reason"`
 	// Sides are both sides' verdicts and numbers as published with it.
-	Sides map[string]znode.SideState `json:"sides"`
+	Sides map[string]contract.SideState `json:"sides"`
 	// Override is the operator override behind it, if any.
-	Override *znode.Override `json:"override,omitempty"`
+	Override *contract.Override `json:"override,omitempty"`
 	// Writer is the monitor replica that recorded it.
 	Writer string `json:"writer"`
 }
@@ -141,7 +140,7 @@ func pointOf(e *decisions.Entry) Point {
 		v := e.Window.Verdicts[s]
 		return SidePoint{Healthy: v.Healthy, QPS: v.QPS, LagP99Ms: v.LagP99Ms, AggregatorLagP99Ms: v.AggregatorLagP99Ms}
 	}
-	return Point{At: e.At, Active: e.Selection.Active, Primary: side(pipeline.SidePrimary), Standby: side(pipeline.SideStandby)}
+	return Point{At: e.At, Active: e.Selection.Active, Primary: side(contract.SidePrimary), Standby: side(contract.SideStandby)}
 }
 
 // recentDecisions returns the decisions held, newest first.
@@ -170,7 +169,7 @@ func (h *history) entries(f decisions.Filter) []decisions.Entry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := f.Apply(h.decided)
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		out = append(out, f.Apply(h.windows[svc])...)
 	}
 	decisions.Sort(out)

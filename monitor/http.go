@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/httpserver"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // Handler serves the replica's HTTP endpoints:
@@ -71,7 +71,7 @@ func (m *Monitor) Status() Status {
 	if snap != nil {
 		st.Replica.LastEvaluation = snap.lastEvaluation
 	}
-	published := map[string]*znode.Selection{}
+	published := map[string]*contract.Selection{}
 	if p := m.pub.Load(); p != nil {
 		published = p.publishedSelections()
 	}

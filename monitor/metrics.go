@@ -1,10 +1,9 @@
 package monitor
 
 import (
+	"github.com/hotpair/hotpair/contract"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // metrics are the monitor's Prometheus metrics (DESIGN §6). Labels are only
@@ -126,7 +125,7 @@ func newMetrics(reg prometheus.Registerer, steps func() float64) *metrics {
 // error instead of a series that appears at 1.
 func (m *metrics) initCounters(services []string) {
 	for _, svc := range services {
-		for _, side := range pipeline.Sides() {
+		for _, side := range contract.Sides() {
 			for _, kind := range []string{"failover", "return", "override"} {
 				m.switches.WithLabelValues(svc, side, kind)
 			}
@@ -135,7 +134,7 @@ func (m *metrics) initCounters(services []string) {
 			m.publishErrors.WithLabelValues(svc, reason)
 		}
 	}
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		for _, reason := range []string{"buffer_full", "delivery_failed"} {
 			m.recordWriteErrors.WithLabelValues(side, reason)
 		}

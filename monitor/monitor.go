@@ -16,13 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/httpserver"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Options configure a Monitor.
@@ -61,8 +60,8 @@ type Monitor struct {
 	log    *slog.Logger
 	m      *metrics
 	gather prometheus.Gatherer
-	paths  znode.Paths
-	creds  *zkutil.Credentials
+	paths  contract.Paths
+	creds  *contract.Credentials
 	policy ACLPolicy
 	kopts  []kgo.Opt
 	hist   *history
@@ -87,7 +86,7 @@ type Monitor struct {
 	changes changes.Feed
 
 	ovMu      sync.Mutex
-	overrides map[string]*znode.Override
+	overrides map[string]*contract.Override
 	ovPoke    chan struct{}
 }
 
@@ -121,7 +120,7 @@ func New(o Options) (*Monitor, error) {
 	}
 	mon := &Monitor{
 		cfg: o.Config, id: id, log: o.Logger.With("replica", id), gather: o.Gatherer,
-		paths: znode.NewPaths(o.Config.ZK.Root), creds: creds, policy: o.Config.policy(creds),
+		paths: contract.NewPaths(o.Config.ZK.Root), creds: creds, policy: o.Config.policy(creds),
 		kopts: o.KafkaOptions, hist: newHistory(o.Config.History), ovPoke: make(chan struct{}, 1),
 	}
 	mon.m = newMetrics(o.Registerer, func() float64 { return float64(mon.steps.Load()) })
@@ -283,7 +282,7 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 	wg.Go(func() { pub.run(ctx) })
 	wg.Go(func() { ow.run(ctx) })
 	for i, cl := range []ClusterConfig{m.cfg.Clusters.Primary, m.cfg.Clusters.Standby} {
-		side := pipeline.Sides()[i]
+		side := contract.Sides()[i]
 		for _, t := range []*tail{m.healthTail(side, cl.Brokers, begin, samples),
 			m.recordTail(side, cl.Brokers, begin.Add(-m.cfg.History.Retention))} {
 			wg.Go(func() {
@@ -364,7 +363,7 @@ func (m *Monitor) setLeadership(l leadership) {
 	}
 }
 
-func (m *Monitor) setOverrides(o map[string]*znode.Override) {
+func (m *Monitor) setOverrides(o map[string]*contract.Override) {
 	m.ovMu.Lock()
 	m.overrides = o
 	m.ovMu.Unlock()
@@ -374,7 +373,7 @@ func (m *Monitor) setOverrides(o map[string]*znode.Override) {
 	}
 }
 
-func (m *Monitor) currentOverrides() map[string]*znode.Override {
+func (m *Monitor) currentOverrides() map[string]*contract.Override {
 	m.ovMu.Lock()
 	defer m.ovMu.Unlock()
 	return m.overrides

@@ -8,8 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // MaxOverride is the longest an override may last: a pin beats every health
@@ -28,10 +27,10 @@ type OverrideRequest struct {
 // Validate checks the request at now.
 func (r OverrideRequest) Validate(now time.Time) error {
 	switch {
-	case !pipeline.IsService(r.Service):
-		return fmt.Errorf("service %q is not one of %s", r.Service, strings.Join(pipeline.Services(), ", "))
-	case !pipeline.IsSide(r.Side):
-		return fmt.Errorf("side %q is not one of %s", r.Side, strings.Join(pipeline.Sides(), ", "))
+	case !contract.IsService(r.Service):
+		return fmt.Errorf("service %q is not one of %s", r.Service, strings.Join(contract.Services(), ", "))
+	case !contract.IsSide(r.Side):
+		return fmt.Errorf("side %q is not one of %s", r.Side, strings.Join(contract.Sides(), ", "))
 	case strings.TrimSpace(r.Reason) == "":
 		return errors.New("a reason is required")
 	case !r.Until.After(now):
@@ -45,20 +44,20 @@ func (r OverrideRequest) Validate(now time.Time) error {
 // SetOverride writes the override of a service, replacing any current one.
 // The override znode (and its directory, when missing) is protected by the
 // policy: with an operator identity only that identity may change it.
-func SetOverride(conn *zk.Conn, paths znode.Paths, p ACLPolicy, r OverrideRequest, now time.Time) (znode.Override, error) {
+func SetOverride(conn *zk.Conn, paths contract.Paths, p ACLPolicy, r OverrideRequest, now time.Time) (contract.Override, error) {
 	if err := r.Validate(now); err != nil {
-		return znode.Override{}, err
+		return contract.Override{}, err
 	}
-	o := znode.Override{V: znode.Version, Side: r.Side, Until: r.Until.UTC(), Reason: r.Reason, By: r.By}
-	b, err := znode.Encode(o)
+	o := contract.Override{V: contract.ZNodeVersion, Side: r.Side, Until: r.Until.UTC(), Reason: r.Reason, By: r.By}
+	b, err := contract.Encode(o)
 	if err != nil {
-		return znode.Override{}, err
+		return contract.Override{}, err
 	}
 	if err := ensureNode(conn, paths.Root, p.Root(), createOnly, false); err != nil {
-		return znode.Override{}, err
+		return contract.Override{}, err
 	}
 	if err := ensureNode(conn, paths.OverrideDir(), p.Override(), createOnly, false); err != nil {
-		return znode.Override{}, err
+		return contract.Override{}, err
 	}
 	at := paths.Override(r.Service)
 	_, err = conn.Create(at, b, 0, p.Override())
@@ -66,7 +65,7 @@ func SetOverride(conn *zk.Conn, paths znode.Paths, p ACLPolicy, r OverrideReques
 		_, err = conn.Set(at, b, -1)
 	}
 	if err != nil {
-		return znode.Override{}, operatorHint(zkErr("write", at, err))
+		return contract.Override{}, operatorHint(zkErr("write", at, err))
 	}
 	return o, nil
 }
@@ -75,14 +74,14 @@ func SetOverride(conn *zk.Conn, paths znode.Paths, p ACLPolicy, r OverrideReques
 // rewritten with until = now and the reason prefixed with "cleared", so
 // `hotpair status` shows who ended which override and why. It returns
 // ErrNoOverride when no override is in force.
-func ClearOverride(conn *zk.Conn, paths znode.Paths, service, by, reason string, now time.Time) (znode.Override, error) {
+func ClearOverride(conn *zk.Conn, paths contract.Paths, service, by, reason string, now time.Time) (contract.Override, error) {
 	at := paths.Override(service)
 	o, version, err := ReadOverride(conn, paths, service)
 	if err != nil {
-		return znode.Override{}, err
+		return contract.Override{}, err
 	}
 	if o == nil || !o.ActiveAt(now) {
-		return znode.Override{}, fmt.Errorf("%w for %s", ErrNoOverride, service)
+		return contract.Override{}, fmt.Errorf("%w for %s", ErrNoOverride, service)
 	}
 	cleared := *o
 	cleared.Until = now.UTC()
@@ -92,15 +91,15 @@ func ClearOverride(conn *zk.Conn, paths znode.Paths, service, by, reason string,
 		cleared.Reason += ": " + reason
 	}
 	cleared.Reason += fmt.Sprintf(" (was: %s, by %s)", o.Reason, o.By)
-	b, err := znode.Encode(cleared)
+	b, err := contract.Encode(cleared)
 	if err != nil {
-		return znode.Override{}, err
+		return contract.Override{}, err
 	}
 	if _, err := conn.Set(at, b, version); err != nil {
 		if errors.Is(err, zk.ErrBadVersion) {
-			return znode.Override{}, fmt.Errorf("monitor: the override of %s changed while clearing it; look at it again", service)
+			return contract.Override{}, fmt.Errorf("monitor: the override of %s changed while clearing it; look at it again", service)
 		}
-		return znode.Override{}, operatorHint(zkErr("write", at, err))
+		return contract.Override{}, operatorHint(zkErr("write", at, err))
 	}
 	return cleared, nil
 }
@@ -108,7 +107,7 @@ func ClearOverride(conn *zk.Conn, paths znode.Paths, service, by, reason string,
 // ReadOverride returns the override document of a service (possibly expired)
 // and its version, or nil when there is none. A document that does not
 // decode is an error.
-func ReadOverride(conn *zk.Conn, paths znode.Paths, service string) (*znode.Override, int32, error) {
+func ReadOverride(conn *zk.Conn, paths contract.Paths, service string) (*contract.Override, int32, error) {
 	at := paths.Override(service)
 	b, stat, err := conn.Get(at)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -120,7 +119,7 @@ func ReadOverride(conn *zk.Conn, paths znode.Paths, service string) (*znode.Over
 	if len(b) == 0 {
 		return nil, stat.Version, nil
 	}
-	o, err := znode.DecodeOverride(b)
+	o, err := contract.DecodeOverride(b)
 	if err != nil {
 		return nil, stat.Version, fmt.Errorf("monitor: %s: %w", at, err)
 	}

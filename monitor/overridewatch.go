@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // overrideWatcher keeps every service's override document current: it
@@ -21,17 +21,17 @@ import (
 // stays in force.
 type overrideWatcher struct {
 	s        *zkutil.Session
-	paths    znode.Paths
+	paths    contract.Paths
 	services []string
 	log      *slog.Logger
 	retry    time.Duration
-	notify   func(map[string]*znode.Override)
+	notify   func(map[string]*contract.Override)
 }
 
 func (w *overrideWatcher) run(ctx context.Context) {
 	pokes, unsubscribe := w.s.Subscribe()
 	defer unsubscribe()
-	var last map[string]*znode.Override
+	var last map[string]*contract.Override
 	for ctx.Err() == nil {
 		round, cancel := context.WithCancel(ctx)
 		fired := make(chan struct{}, 1)
@@ -63,8 +63,8 @@ func (w *overrideWatcher) run(ctx context.Context) {
 
 // read returns the override of every service that has one, and one watch
 // per service.
-func (w *overrideWatcher) read() (map[string]*znode.Override, []<-chan zk.Event, error) {
-	out := map[string]*znode.Override{}
+func (w *overrideWatcher) read() (map[string]*contract.Override, []<-chan zk.Event, error) {
+	out := map[string]*contract.Override{}
 	var watches []<-chan zk.Event
 	for _, svc := range w.services {
 		p := w.paths.Override(svc)
@@ -83,7 +83,7 @@ func (w *overrideWatcher) read() (map[string]*znode.Override, []<-chan zk.Event,
 		if len(b) == 0 {
 			continue
 		}
-		o, err := znode.DecodeOverride(b)
+		o, err := contract.DecodeOverride(b)
 		if err != nil {
 			w.log.Warn("ignoring an override that does not decode", "service", svc, "path", p, "err", err)
 			continue
@@ -107,7 +107,7 @@ func fanIn(ctx context.Context, watches []<-chan zk.Event, fired chan<- struct{}
 	}
 }
 
-func sameOverrides(a, b map[string]*znode.Override) bool {
+func sameOverrides(a, b map[string]*contract.Override) bool {
 	if a == nil || len(a) != len(b) {
 		return false
 	}
@@ -120,7 +120,7 @@ func sameOverrides(a, b map[string]*znode.Override) bool {
 	return true
 }
 
-func sameOverride(x, y *znode.Override) bool {
+func sameOverride(x, y *contract.Override) bool {
 	if x == nil || y == nil {
 		return x == y
 	}

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Side colours of the on-call page, charts and labels alike.
@@ -27,8 +26,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"sideColor": sideColor,
 	"ago":       ago,
 	"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
-	"sides":     pipeline.Sides,
-	"side": func(sel *znode.Selection, side string) *znode.SideState {
+	"sides":     contract.Sides,
+	"side": func(sel *contract.Selection, side string) *contract.SideState {
 		if sel == nil {
 			return nil
 		}
@@ -87,7 +86,7 @@ func (m *Monitor) servePage(w http.ResponseWriter, _ *http.Request) {
 }
 
 func sideColor(side string) string {
-	if side == pipeline.SideStandby {
+	if side == contract.SideStandby {
 		return colorStandby
 	}
 	return colorPrimary
@@ -157,9 +156,9 @@ func lineChart(title string, pts []Point, from, to time.Time, format string, val
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" %s fill="#57606a">no window evaluated yet</text>`, padL+plotW/2, padT+plotH/2, chartFontFamily)
 	}
 	step := max(1, len(pts)/maxPolylinePoints)
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		get := func(p Point) SidePoint {
-			if side == pipeline.SideStandby {
+			if side == contract.SideStandby {
 				return p.Standby
 			}
 			return p.Primary

@@ -7,9 +7,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // BenchmarkPublicationLatency measures, on loopback, how long a selection
@@ -29,8 +29,8 @@ func BenchmarkPublicationLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sel := znode.Selection{V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 1,
-		Reason: "benchmark", Sides: map[string]znode.SideState{"primary": {Healthy: true, QPS: 800}, "standby": {Healthy: true, QPS: 800}}}
+	sel := contract.Selection{V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 1,
+		Reason: "benchmark", Sides: map[string]contract.SideState{"primary": {Healthy: true, QPS: 800}, "standby": {Healthy: true, QPS: 800}}}
 	version, err := writeSelection(writer.conn, paths, node, sel, absent, zkutil.OpenACL())
 	if err != nil {
 		b.Fatal(err)
@@ -80,7 +80,7 @@ func BenchmarkPublicationLatency(b *testing.B) {
 		lat := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			sel.Epoch++
-			data, _ := znode.Encode(sel)
+			data, _ := contract.Encode(sel)
 			lat = append(lat, seen(b, func() error {
 				st, err := writer.conn.Set(p, data, version)
 				if err == nil {

@@ -11,11 +11,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // offer is a selection the evaluation loop wants published.
@@ -23,7 +22,7 @@ type offer struct {
 	// gen is the seed generation the decision was made from; the publisher
 	// drops offers of an older generation.
 	gen int64
-	sel znode.Selection
+	sel contract.Selection
 	// switched and kind come from the decision (core.Decision); merged
 	// offers keep a switch that a later offer of the same service replaces.
 	switched bool
@@ -49,7 +48,7 @@ type restoreMsg struct {
 	// the engine and makes its offers with gen from then on. gen == 0: a
 	// follower's periodic mirror of what the leader published.
 	gen  int64
-	sels []znode.Selection
+	sels []contract.Selection
 }
 
 // publisher is the only goroutine that writes selections. It runs apart
@@ -64,7 +63,7 @@ type restoreMsg struct {
 // them to the loop as a mirror, so a takeover continues from fresh state.
 type publisher struct {
 	s        *zkutil.Session
-	paths    znode.Paths
+	paths    contract.Paths
 	acl      []zk.ACL
 	services []string
 	window   time.Duration
@@ -82,13 +81,13 @@ type publisher struct {
 	pending map[string]offer
 	// published is the latest selection known to be in ZooKeeper per
 	// service (written by this replica or read).
-	published map[string]*znode.Selection
+	published map[string]*contract.Selection
 
 	// owned by run
 	gen        int64
 	seededTerm int64
 	versions   map[string]int32
-	uncertain  map[string]*znode.Selection // a write whose outcome is unknown
+	uncertain  map[string]*contract.Selection // a write whose outcome is unknown
 	nextMirror time.Time
 }
 
@@ -98,9 +97,9 @@ func newPublisher(p *publisher) *publisher {
 	}
 	p.wake = make(chan struct{}, 1)
 	p.pending = map[string]offer{}
-	p.published = map[string]*znode.Selection{}
+	p.published = map[string]*contract.Selection{}
 	p.versions = map[string]int32{}
-	p.uncertain = map[string]*znode.Selection{}
+	p.uncertain = map[string]*contract.Selection{}
 	return p
 }
 
@@ -126,10 +125,10 @@ func (p *publisher) poke() {
 }
 
 // publishedSelections returns a copy of what is known to be published.
-func (p *publisher) publishedSelections() map[string]*znode.Selection {
+func (p *publisher) publishedSelections() map[string]*contract.Selection {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make(map[string]*znode.Selection, len(p.published))
+	out := make(map[string]*contract.Selection, len(p.published))
 	for k, v := range p.published {
 		c := *v
 		out[k] = &c
@@ -191,12 +190,12 @@ func (p *publisher) dropPending() {
 }
 
 // readAll reads every service's selection and its version.
-func (p *publisher) readAll() ([]znode.Selection, error) {
-	var sels []znode.Selection
+func (p *publisher) readAll() ([]contract.Selection, error) {
+	var sels []contract.Selection
 	versions := map[string]int32{}
 	for _, svc := range p.services {
 		sel, v, err := readSelection(p.s.Conn(), p.paths, svc)
-		if err != nil && !errors.Is(err, znode.ErrInvalid) {
+		if err != nil && !errors.Is(err, contract.ErrInvalidDocument) {
 			return nil, err
 		}
 		if err != nil {
@@ -255,10 +254,10 @@ func (p *publisher) send(ctx context.Context, m restoreMsg) error {
 // setPublished records what was read and returns the selections that
 // differ from what was known; with a writer it also records the switches
 // the leader made since the last read.
-func (p *publisher) setPublished(sels []znode.Selection, writer string) []znode.Selection {
+func (p *publisher) setPublished(sels []contract.Selection, writer string) []contract.Selection {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var changed []znode.Selection
+	var changed []contract.Selection
 	for i := range sels {
 		sel := sels[i]
 		prev := p.published[sel.Service]
@@ -366,9 +365,9 @@ func (p *publisher) flush(l leadership) time.Duration {
 // if ZooKeeper holds it, it counts as written; if ZooKeeper still holds the
 // selection before it, the version is refreshed for the next try; anything
 // else is a conflict and it returns false.
-func (p *publisher) reconcile(svc string, attempted *znode.Selection) bool {
+func (p *publisher) reconcile(svc string, attempted *contract.Selection) bool {
 	cur, v, err := readSelection(p.s.Conn(), p.paths, svc)
-	if err != nil && !errors.Is(err, znode.ErrInvalid) {
+	if err != nil && !errors.Is(err, contract.ErrInvalidDocument) {
 		return true // still unknown: the write below fails the same way and retries
 	}
 	delete(p.uncertain, svc)
@@ -390,12 +389,12 @@ func (p *publisher) reconcile(svc string, attempted *znode.Selection) bool {
 	return false
 }
 
-func sameSelection(a, b *znode.Selection) bool {
+func sameSelection(a, b *contract.Selection) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	ba, _ := znode.Encode(a)
-	bb, _ := znode.Encode(b)
+	ba, _ := contract.Encode(a)
+	bb, _ := contract.Encode(b)
 	return bytes.Equal(ba, bb)
 }
 
@@ -428,10 +427,10 @@ func (p *publisher) written(o offer, version int32) {
 }
 
 // switchEvidence is the one WARN line of a switch: every number behind it.
-func switchEvidence(sel znode.Selection, from, kind string) []any {
+func switchEvidence(sel contract.Selection, from, kind string) []any {
 	args := []any{"service", sel.Service, "from", from, "to", sel.Active, "kind", kind,
 		"epoch", sel.Epoch, "reason", sel.Reason, "degraded", sel.Degraded}
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		s, ok := sel.Sides[side]
 		if !ok {
 			args = append(args, slog.Group(side, "known", false))
@@ -450,7 +449,7 @@ func switchEvidence(sel znode.Selection, from, kind string) []any {
 }
 
 // kindOf infers why a published selection has its active side.
-func kindOf(sel znode.Selection) string {
+func kindOf(sel contract.Selection) string {
 	switch {
 	case sel.Override != nil && sel.Override.Side == sel.Active:
 		return "override"

@@ -11,10 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // syncBuffer is a log sink for tests.
@@ -67,7 +66,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 	if msg.gen != 1 || len(msg.sels) != 0 {
 		t.Fatalf("first seed: %+v", msg)
 	}
-	sel := znode.Selection{V: 1, Service: "budget", Active: pipeline.SidePrimary, Preferred: pipeline.SidePrimary, Epoch: 1, Reason: "a"}
+	sel := contract.Selection{V: 1, Service: "budget", Active: contract.SidePrimary, Preferred: contract.SidePrimary, Epoch: 1, Reason: "a"}
 	pub.offer(offer{gen: 1, sel: sel, kind: "initial"})
 	waitFor(t, pub.changes, 5*time.Second, "a's first write", func() bool { return gathered(t, reg, "hotpair_monitor_publications_total") == 1 })
 
@@ -82,7 +81,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	newer := sel
-	newer.Active, newer.Epoch, newer.Reason = pipeline.SideStandby, 2, "b"
+	newer.Active, newer.Epoch, newer.Reason = contract.SideStandby, 2, "b"
 	if _, err := writeSelection(sb.conn, paths, bNode, newer, 0, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +93,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 		return gathered(t, reg, "hotpair_monitor_publish_errors_total", "service", "budget", "reason", "fenced") == 1
 	})
 	reread := <-restores
-	if reread.gen != 2 || len(reread.sels) != 1 || reread.sels[0].Active != pipeline.SideStandby {
+	if reread.gen != 2 || len(reread.sels) != 1 || reread.sels[0].Active != contract.SideStandby {
 		t.Fatalf("after the fenced write the publisher handed over %+v; want b's selection to decide from", reread)
 	}
 	// Two more steps of the publisher: neither writes the late offer again.
@@ -111,7 +110,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 		t.Fatalf("fenced writes = %g: the write was retried", got)
 	}
 	cur, _, err := readSelection(sb.conn, paths, "budget")
-	if err != nil || cur.Active != pipeline.SideStandby || cur.Reason != "b" {
+	if err != nil || cur.Active != contract.SideStandby || cur.Reason != "b" {
 		t.Fatalf("selection = %+v, %v; want b's", cur, err)
 	}
 	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "fenced off") {

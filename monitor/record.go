@@ -10,9 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Bounds of the record's producers, one per cluster.
@@ -56,7 +56,7 @@ type recordSink struct {
 func newRecorder(m *Monitor, retry time.Duration) (*recorder, error) {
 	r := &recorder{id: m.id, topic: m.recordTopic(), cfg: m.cfg.Record, log: m.log, m: m.m, retry: retry}
 	for i, cl := range []ClusterConfig{m.cfg.Clusters.Primary, m.cfg.Clusters.Standby} {
-		side := pipeline.Sides()[i]
+		side := contract.Sides()[i]
 		c, err := kafka.NewClient(cl.Brokers, "hotpair-monitor-record-"+side, append([]kgo.Opt{
 			kgo.MaxBufferedRecords(recordBuffer),
 			kgo.RecordDeliveryTimeout(recordDeliveryTimeout),

@@ -13,18 +13,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // budgetSwitches returns the replica's switches of budget, oldest first.
 func budgetSwitches(r *replica) []Switch {
 	var out []Switch
 	for _, sw := range r.hist.recentSwitches() {
-		if sw.Service == pipeline.StageBudget && sw.Kind != "initial" {
+		if sw.Service == contract.StageBudget && sw.Kind != "initial" {
 			out = append(out, sw)
 		}
 	}
@@ -50,13 +50,13 @@ func TestDecisionRecordSurvivesRestarts(t *testing.T) {
 	a := startReplica(t, testConfig("a", addr, paths, p, s))
 	waitFor(t, &a.changes, 10*time.Second, "a to lead", a.IsLeader)
 	b := startReplica(t, testConfig("b", addr, paths, p, s))
-	w := watchSelection(t, testConn(t, addr, nil), paths, pipeline.StageBudget)
-	w.waitActive(t, pipeline.SidePrimary, 4*tWindow+5*time.Second)
+	w := watchSelection(t, testConn(t, addr, nil), paths, contract.StageBudget)
+	w.waitActive(t, contract.SidePrimary, 4*tWindow+5*time.Second)
 
 	pf.set(func(f *fleet) { f.stopped = true })
-	w.waitActive(t, pipeline.SideStandby, tHeartbeat+2*tWindow+5*time.Second)
+	w.waitActive(t, contract.SideStandby, tHeartbeat+2*tWindow+5*time.Second)
 	pf.set(func(f *fleet) { f.stopped = false })
-	w.waitActive(t, pipeline.SidePrimary, tGrace+4*tWindow+5*time.Second)
+	w.waitActive(t, contract.SidePrimary, tGrace+4*tWindow+5*time.Second)
 	for _, r := range []*replica{a, b} {
 		waitFor(t, &r.changes, 10*time.Second, r.ID()+" to read both switches back", func() bool { return len(budgetSwitches(r)) == 2 })
 	}
@@ -103,7 +103,7 @@ func TestDecisionRecordSurvivesRestarts(t *testing.T) {
 	if !slices.Equal(ids(c), ids(d)) {
 		t.Fatalf("the replicas show different histories:\n%v\n%v", ids(c), ids(d))
 	}
-	if pts := c.hist.pointsOf(pipeline.StageBudget); len(pts) == 0 || !pts[0].At.Before(fo.At) {
+	if pts := c.hist.pointsOf(contract.StageBudget); len(pts) == 0 || !pts[0].At.Before(fo.At) {
 		t.Fatalf("the charts did not come back: %d points", len(pts))
 	}
 	if got := c.metric(t, "hotpair_decision_last_timestamp_seconds", "service", "budget", "reason", "return"); got != float64(ret.At.UnixNano())/1e9 {

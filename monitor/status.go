@@ -8,9 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Status is what `hotpair status`, /api/v1/status and the on-call page show.
@@ -37,7 +36,7 @@ type Registered struct {
 	Instances []string `json:"instances"`
 }
 
-// Candidate is what a monitor replica writes into its election znode.
+// Candidate is what a monitor replica writes into its election contract.
 type Candidate struct {
 	ID    string    `json:"id"`
 	HTTP  string    `json:"http,omitempty"`
@@ -65,10 +64,10 @@ type ServiceStatus struct {
 	Service string `json:"service"`
 	// Selection is the decision as published in ZooKeeper (nil before the
 	// first one). Its sides hold each side's verdict with its numbers.
-	Selection *znode.Selection `json:"selection"`
+	Selection *contract.Selection `json:"selection"`
 	// Override is the service's override document, in force or ended.
-	Override       *znode.Override `json:"override,omitempty"`
-	OverrideActive bool            `json:"override_active"`
+	Override       *contract.Override `json:"override,omitempty"`
+	OverrideActive bool               `json:"override_active"`
 	// Local is the answering replica's own latest decision (replica only):
 	// on a follower it can differ from the published one.
 	Local *LocalDecision `json:"local,omitempty"`
@@ -97,7 +96,7 @@ type SideVerdict = decisions.Verdict
 
 // ReadStatus reads the status of services straight from ZooKeeper: it works
 // while every monitor is down.
-func ReadStatus(conn *zk.Conn, paths znode.Paths, services []string, now time.Time) (Status, error) {
+func ReadStatus(conn *zk.Conn, paths contract.Paths, services []string, now time.Time) (Status, error) {
 	st := Status{Now: now.UTC(), Root: paths.Root}
 	data, n, err := leaderOf(conn, paths.LeaderDir())
 	if err != nil {
@@ -114,12 +113,12 @@ func ReadStatus(conn *zk.Conn, paths znode.Paths, services []string, now time.Ti
 	for _, svc := range services {
 		ss := ServiceStatus{Service: svc}
 		sel, _, err := readSelection(conn, paths, svc)
-		if err != nil && !errors.Is(err, znode.ErrInvalid) {
+		if err != nil && !errors.Is(err, contract.ErrInvalidDocument) {
 			return Status{}, err
 		}
 		ss.Selection = sel
 		o, _, err := ReadOverride(conn, paths, svc)
-		if err != nil && !errors.Is(err, znode.ErrInvalid) {
+		if err != nil && !errors.Is(err, contract.ErrInvalidDocument) {
 			return Status{}, err
 		}
 		ss.Override, ss.OverrideActive = o, o.ActiveAt(now)
@@ -134,7 +133,7 @@ func ReadStatus(conn *zk.Conn, paths znode.Paths, services []string, now time.Ti
 }
 
 // readRegistered lists <root>/instances/<cluster>/<stage>/<instance>.
-func readRegistered(conn *zk.Conn, paths znode.Paths) ([]Registered, error) {
+func readRegistered(conn *zk.Conn, paths contract.Paths) ([]Registered, error) {
 	var out []Registered
 	err := walkInstances(conn, paths, func(cluster, stage string, instances []string) error {
 		out = append(out, Registered{Cluster: cluster, Stage: stage, Instances: instances})
@@ -146,8 +145,8 @@ func readRegistered(conn *zk.Conn, paths znode.Paths) ([]Registered, error) {
 // ReadRegistrations reads the registration document of every pipeline
 // instance registered in ZooKeeper. An instance that goes away meanwhile or
 // whose document does not decode is left out.
-func ReadRegistrations(conn *zk.Conn, paths znode.Paths) ([]pipeline.Registration, error) {
-	var out []pipeline.Registration
+func ReadRegistrations(conn *zk.Conn, paths contract.Paths) ([]contract.Registration, error) {
+	var out []contract.Registration
 	err := walkInstances(conn, paths, func(cluster, stage string, instances []string) error {
 		for _, in := range instances {
 			b, _, err := conn.Get(paths.Instances(cluster, stage) + "/" + in)
@@ -157,7 +156,7 @@ func ReadRegistrations(conn *zk.Conn, paths znode.Paths) ([]pipeline.Registratio
 			if err != nil {
 				return err
 			}
-			var r pipeline.Registration
+			var r contract.Registration
 			if json.Unmarshal(b, &r) == nil {
 				out = append(out, r)
 			}
@@ -169,7 +168,7 @@ func ReadRegistrations(conn *zk.Conn, paths znode.Paths) ([]pipeline.Registratio
 
 // walkInstances calls fn for every (cluster, stage) under <root>/instances
 // with its instances, in name order.
-func walkInstances(conn *zk.Conn, paths znode.Paths, fn func(cluster, stage string, instances []string) error) error {
+func walkInstances(conn *zk.Conn, paths contract.Paths, fn func(cluster, stage string, instances []string) error) error {
 	children := func(p string) ([]string, error) {
 		kids, _, err := conn.Children(p)
 		if errors.Is(err, zk.ErrNoNode) {

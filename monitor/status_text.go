@@ -8,9 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/humantime"
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // WriteStatusText prints st for people: a table of every service, then per
@@ -38,7 +37,7 @@ func WriteStatusText(w io.Writer, st Status) error {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, strings.ToUpper(sel.Active), sel.Preferred,
-			sel.Epoch, verdictCell(sel, pipeline.SidePrimary), verdictCell(sel, pipeline.SideStandby),
+			sel.Epoch, verdictCell(sel, contract.SidePrimary), verdictCell(sel, contract.SideStandby),
 			yesNo(sel.Degraded), yesNo(sel.StaggerViolation != ""), overrideCell(s, now), ago(sel.DecidedAt))
 	}
 	if err := tw.Flush(); err != nil {
@@ -64,7 +63,7 @@ func writeServiceDetail(w io.Writer, s ServiceStatus, now time.Time) {
 	} else {
 		fmt.Fprintf(w, "  why:      %s\n", sel.Reason)
 		fmt.Fprintf(w, "  decided:  %s (%s); last switch %s\n", sel.DecidedAt.Format(time.RFC3339), ago(sel.DecidedAt), switchTime(sel.LastSwitch))
-		for _, side := range pipeline.Sides() {
+		for _, side := range contract.Sides() {
 			fmt.Fprintf(w, "  %-8s  %s\n", side+":", sideDetail(sel, side))
 		}
 		if sel.Degraded {
@@ -86,7 +85,7 @@ func writeServiceDetail(w io.Writer, s ServiceStatus, now time.Time) {
 	}
 }
 
-func sideDetail(sel *znode.Selection, side string) string {
+func sideDetail(sel *contract.Selection, side string) string {
 	ss, ok := sel.Sides[side]
 	if !ok {
 		return "no verdict"
@@ -117,12 +116,12 @@ func sideDetail(sel *znode.Selection, side string) string {
 // "1m30s"); lags beyond the histogram's last bound read as such.
 func lagText(ms int64) string {
 	if ms == math.MaxInt64 {
-		return fmt.Sprintf("> %s", humantime.String(time.Duration(pipeline.LagBounds[len(pipeline.LagBounds)-1])*time.Millisecond))
+		return fmt.Sprintf("> %s", humantime.String(time.Duration(contract.LagBounds[len(contract.LagBounds)-1])*time.Millisecond))
 	}
 	return humantime.String(time.Duration(ms) * time.Millisecond)
 }
 
-func verdictCell(sel *znode.Selection, side string) string {
+func verdictCell(sel *contract.Selection, side string) string {
 	ss, ok := sel.Sides[side]
 	switch {
 	case !ok:

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // hotpair status shows, per side, the input rate, the end-to-end lag p99 and
@@ -14,10 +14,10 @@ import (
 // side is catching up or the service is degraded.
 func TestStatusTextShowsLag(t *testing.T) {
 	now := time.Now().UTC()
-	st := Status{Now: now, Root: "/hotpair", Services: []ServiceStatus{{Service: "budget", Selection: &znode.Selection{
+	st := Status{Now: now, Root: "/hotpair", Services: []ServiceStatus{{Service: "budget", Selection: &contract.Selection{
 		V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 1, DecidedAt: now, Degraded: true,
 		Reason: "both sides behind, staying on primary (degraded): primary: lag_high: p99 90000 ms > limit 60000 ms; standby catching up: lag p99 6000 ms > catch_up_lag 5000 ms",
-		Sides: map[string]znode.SideState{
+		Sides: map[string]contract.SideState{
 			"primary": {Healthy: false, Reasons: []string{"lag_high: p99 90000 ms > limit 60000 ms"}, QPS: 7.7,
 				LagP99Ms: 90_000, AggregatorLagP99Ms: 88_400, CatchingUp: "lag p99 90000 ms > catch_up_lag 5000 ms"},
 			"standby": {Healthy: true, QPS: 7.7, LagP99Ms: 6000, AggregatorLagP99Ms: 5800,

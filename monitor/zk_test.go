@@ -14,11 +14,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // testLogger logs to the test output when HOTPAIR_TEST_LOG is set.
@@ -31,14 +31,14 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // testRoot returns a root path of the test's own on a shared server.
-func testRoot(t testing.TB) znode.Paths {
+func testRoot(t testing.TB) contract.Paths {
 	t.Helper()
 	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
-	return znode.NewPaths(fmt.Sprintf("/hotpair-test/%s-%08x", name, rand.Uint32()))
+	return contract.NewPaths(fmt.Sprintf("/hotpair-test/%s-%08x", name, rand.Uint32()))
 }
 
 // testConn opens a plain session (auth may be nil), closed at cleanup.
-func testConn(t testing.TB, addr string, auth *zkutil.Credentials) *zk.Conn {
+func testConn(t testing.TB, addr string, auth *contract.Credentials) *zk.Conn {
 	t.Helper()
 	return zktest.Conn(t, addr, auth)
 }
@@ -53,7 +53,7 @@ type testSess struct {
 
 // testSession opens a monitor session and waits until it is usable; it is
 // closed at cleanup.
-func testSession(t testing.TB, addr string, auth *zkutil.Credentials) testSess {
+func testSession(t testing.TB, addr string, auth *contract.Credentials) testSess {
 	t.Helper()
 	d := &cutDialer{}
 	s := zktest.Session(t, zkutil.Options{Servers: []string{addr}, SessionTimeout: 2 * time.Second, Auth: auth,
@@ -91,7 +91,7 @@ func (w *leaderWatch) get() leadership {
 	return w.cur
 }
 
-func startElection(t testing.TB, s testSess, paths znode.Paths, id string) (*leaderWatch, context.CancelFunc) {
+func startElection(t testing.TB, s testSess, paths contract.Paths, id string) (*leaderWatch, context.CancelFunc) {
 	t.Helper()
 	if err := ensureLayout(s.conn, paths, ACLPolicy{}, nil); err != nil {
 		t.Fatal(err)

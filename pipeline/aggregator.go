@@ -1,12 +1,14 @@
 package pipeline
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -38,7 +40,7 @@ type aggregator struct {
 }
 
 func newAggregator(p *Pipeline) *stage {
-	a := aggregator{stage: newStage(p, StageAggregator), marks: newWatermarks(p.opts.IdleClose, p.opts.Window, p.opts.Lateness)}
+	a := aggregator{stage: newStage(p, contract.StageAggregator), marks: newWatermarks(p.opts.IdleClose, p.opts.Window, p.opts.Lateness)}
 	a.threshold = a.marks.wakeThreshold
 	// A backlog's last panes wait for their partition to fall quiet: look
 	// at least that often.
@@ -58,13 +60,13 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 		a.m.hopLag.Observe(max(recv.Sub(ts), 0).Seconds())
 	}
 	raw, _ := msg.([]byte)
-	ev, err := DecodeAdEvent(raw)
+	ev, err := contract.DecodeAdEvent(raw)
 	if err == nil {
-		err = CheckKey(ctx.Key(), ev.Campaign)
+		err = contract.CheckKey(ctx.Key(), ev.Campaign)
 	}
 	if err == nil && ev.TS.After(recv.Add(a.p.opts.MaxFuture)) {
-		err = badRecord(ReasonFutureTimestamp, "ts", "%s is more than %s ahead of the aggregator's clock",
-			ev.TS.Format(time.RFC3339Nano), a.p.opts.MaxFuture)
+		err = &contract.DecodeError{Reason: contract.ReasonFutureTimestamp, Field: "ts", Detail: fmt.Sprintf(
+			"%s is more than %s ahead of the aggregator's clock", ev.TS.Format(time.RFC3339Nano), a.p.opts.MaxFuture)}
 	}
 	if err != nil {
 		a.deadLetter(ctx, raw, err)
@@ -99,8 +101,8 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 		// Its window closed before it arrived: it is right as it arrives.
 		a.m.late.Inc()
 		start := time.UnixMilli(statestore.WindowStartMs(tsMs, w.SizeMs)).UTC()
-		a.emit(ctx, SpendEvent{
-			ID: LateSpendID(ev.Campaign, start, ev.ID), Campaign: ev.Campaign, Advertiser: ev.Advertiser,
+		a.emit(ctx, contract.SpendEvent{
+			ID: contract.LateSpendID(ev.Campaign, start, ev.ID), Campaign: ev.Campaign, Advertiser: ev.Advertiser,
 			SpendMicros: ev.PriceMicros, Events: 1,
 			WindowStart: start, WindowEnd: start.Add(time.Duration(w.SizeMs) * time.Millisecond),
 			DueAt: ev.TS.UTC(),
@@ -133,8 +135,8 @@ func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, clock int6
 		start := time.UnixMilli(pane.StartMs).UTC()
 		end := start.Add(time.Duration(w.SizeMs) * time.Millisecond)
 		closed := a.marks.closedAt(ctx.Partition(), pane.StartMs+w.SizeMs+w.LatenessMs, now.UnixMilli())
-		a.emit(ctx, SpendEvent{
-			ID: SpendID(ctx.Key(), start), Campaign: ctx.Key(), Advertiser: pane.Advertiser,
+		a.emit(ctx, contract.SpendEvent{
+			ID: contract.SpendID(ctx.Key(), start), Campaign: ctx.Key(), Advertiser: pane.Advertiser,
 			SpendMicros: pane.Micros, Events: pane.Events,
 			WindowStart: start, WindowEnd: end, DueAt: end.Add(time.Duration(w.LatenessMs) * time.Millisecond),
 		}, now, closed)
@@ -145,13 +147,13 @@ func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, clock int6
 // emit writes a SpendEvent with the moment it could first have been right,
 // closedMs (unix ms: its window's close, or a late event's arrival), in the
 // HeaderWindowClosedAt header for the services' output latency.
-func (a aggregator) emit(ctx goka.Context, e SpendEvent, now time.Time, closedMs int64) {
-	e.V, e.EmittedAt = SchemaVersion, now.UTC()
-	b, err := Encode(e)
+func (a aggregator) emit(ctx goka.Context, e contract.SpendEvent, now time.Time, closedMs int64) {
+	e.V, e.EmittedAt = contract.SchemaVersion, now.UTC()
+	b, err := contract.Encode(e)
 	if err != nil {
 		ctx.Fail(err)
 	}
-	h := goka.WithCtxEmitHeaders(goka.Headers{HeaderWindowClosedAt: strconv.AppendInt(nil, closedMs, 10)})
+	h := goka.WithCtxEmitHeaders(goka.Headers{contract.HeaderWindowClosedAt: strconv.AppendInt(nil, closedMs, 10)})
 	ctx.Emit(goka.Stream(a.p.topics.Spend), e.Campaign, b, h)
 	a.m.outputs.Inc()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/pipeline"
@@ -67,7 +68,7 @@ func BenchmarkRecovery(b *testing.B) {
 	const campaigns = 100_000
 	for range b.N {
 		brokers := kafkatest.Cluster(b).ListenAddrs()
-		o := pipeline.Options{Brokers: brokers, Side: pipeline.SidePrimary, Stages: []string{pipeline.StageBudget},
+		o := pipeline.Options{Brokers: brokers, Side: contract.SidePrimary, Stages: []string{contract.StageBudget},
 			Partitions: 8, Replication: 1, CreateTopics: true, Storage: statestore.Config{Backend: statestore.BackendMemory},
 			Registerer: prometheus.NewRegistry()}
 		p, err := pipeline.New(o)
@@ -85,7 +86,7 @@ func BenchmarkRecovery(b *testing.B) {
 			cl.Produce(context.Background(), &kgo.Record{Topic: "budgets", Key: []byte(c), Value: []byte(v)}, nil)
 		}
 		_ = cl.Flush(context.Background())
-		for v, _ := metricvalue.Get(o.Registerer.(prometheus.Gatherer), "hotpair_stage_outputs_total", "service", pipeline.StageBudget); v < campaigns; v, _ = metricvalue.Get(o.Registerer.(prometheus.Gatherer), "hotpair_stage_outputs_total", "service", pipeline.StageBudget) {
+		for v, _ := metricvalue.Get(o.Registerer.(prometheus.Gatherer), "hotpair_stage_outputs_total", "service", contract.StageBudget); v < campaigns; v, _ = metricvalue.Get(o.Registerer.(prometheus.Gatherer), "hotpair_stage_outputs_total", "service", contract.StageBudget) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		cancel()
@@ -140,8 +141,8 @@ func takeover(b *testing.B, hot bool) (rebalance, takeover time.Duration) {
 	brokers := kafkatest.Cluster(b).ListenAddrs()
 	start := func(instance string) (*pipeline.Pipeline, prometheus.Gatherer, context.CancelFunc, chan error) {
 		reg := prometheus.NewRegistry()
-		p, err := pipeline.New(pipeline.Options{Brokers: brokers, Side: pipeline.SidePrimary, Instance: instance,
-			Stages: []string{pipeline.StageBudget}, Partitions: 4, Replication: 1, CreateTopics: true,
+		p, err := pipeline.New(pipeline.Options{Brokers: brokers, Side: contract.SidePrimary, Instance: instance,
+			Stages: []string{contract.StageBudget}, Partitions: 4, Replication: 1, CreateTopics: true,
 			Storage: statestore.Config{Backend: statestore.BackendMemory}, HotStandby: hot, Registerer: reg})
 		if err != nil {
 			b.Fatal(err)
@@ -152,11 +153,11 @@ func takeover(b *testing.B, hot bool) (rebalance, takeover time.Duration) {
 		return p, reg, cancel, done
 	}
 	partitions := func(g prometheus.Gatherer) float64 {
-		v, _ := metricvalue.Get(g, "hotpair_stage_partitions", "service", pipeline.StageBudget)
+		v, _ := metricvalue.Get(g, "hotpair_stage_partitions", "service", contract.StageBudget)
 		return v
 	}
 	outputs := func(g prometheus.Gatherer) float64 {
-		v, _ := metricvalue.Get(g, "hotpair_stage_outputs_total", "service", pipeline.StageBudget)
+		v, _ := metricvalue.Get(g, "hotpair_stage_outputs_total", "service", contract.StageBudget)
 		return v
 	}
 	waitFor := func(what string, cond func() bool) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -30,8 +31,8 @@ func (c BidderConfig) Validate() error {
 	switch {
 	case !(c.MinMultiplier > 0):
 		return fmt.Errorf("bidder.min_multiplier must be above 0, got %v", c.MinMultiplier)
-	case !(c.MaxMultiplier >= c.MinMultiplier) || c.MaxMultiplier > MaxMultiplier:
-		return fmt.Errorf("bidder.max_multiplier must be in [min_multiplier, %d], got %v", MaxMultiplier, c.MaxMultiplier)
+	case !(c.MaxMultiplier >= c.MinMultiplier) || c.MaxMultiplier > contract.MaxMultiplier:
+		return fmt.Errorf("bidder.max_multiplier must be in [min_multiplier, %d], got %v", contract.MaxMultiplier, c.MaxMultiplier)
 	case !(c.MinMultiplier <= 1 && c.MaxMultiplier >= 1):
 		return fmt.Errorf("bidder: [min_multiplier, max_multiplier] must contain 1, got [%v, %v]", c.MinMultiplier, c.MaxMultiplier)
 	case !(c.Gain > 0):

@@ -6,9 +6,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/yamlconf"
-	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -83,9 +83,9 @@ type HTTPConfig struct {
 // DefaultConfig returns the defaults (DESIGN §3–§4).
 func DefaultConfig() Config {
 	return Config{
-		Role:       RoleLive,
+		Role:       contract.RoleLive,
 		Topics:     TopicConfig{Partitions: 8, Replication: 3, Create: true},
-		Stages:     Stages(),
+		Stages:     contract.Stages(),
 		Storage:    statestore.Config{Backend: statestore.BackendLevelDB, Dir: "hotpair-state"},
 		Group:      GroupConfig{SessionTimeout: kafka.DefaultSessionTimeout, HotStandby: true},
 		Aggregator: AggregatorConfig{Window: 10 * time.Second, Lateness: 5 * time.Second, MaxFuture: time.Hour, IdleClose: 10 * time.Second},
@@ -110,10 +110,10 @@ func LoadConfig(path string) (Config, error) {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if !IsSide(c.Side) {
+	if !contract.IsSide(c.Side) {
 		bad("side: %q is not a side; set side: primary or side: standby", c.Side)
 	}
-	if c.Role != RoleLive && c.Role != RoleDark {
+	if c.Role != contract.RoleLive && c.Role != contract.RoleDark {
 		bad("role: %q is not a role; use live or dark", c.Role)
 	}
 	if len(c.Brokers) == 0 {
@@ -126,7 +126,7 @@ func (c Config) Validate() error {
 		bad("topics.replication must be at least 1, got %d (use 1 on a single-broker cluster)", c.Topics.Replication)
 	}
 	if len(c.Stages) == 0 {
-		bad("stages: name at least one of %v", Stages())
+		bad("stages: name at least one of %v", contract.Stages())
 	}
 	for _, d := range []struct {
 		key      string
@@ -157,8 +157,8 @@ func (c Config) Validate() error {
 		}
 	}
 	for i, s := range c.Stages {
-		if !IsStage(s) {
-			bad("stages[%d]: %q is not a stage; use some of %v", i, s, Stages())
+		if !contract.IsStage(s) {
+			bad("stages[%d]: %q is not a stage; use some of %v", i, s, contract.Stages())
 		}
 	}
 	if c.HTTP.Listen != "" {
@@ -171,7 +171,7 @@ func (c Config) Validate() error {
 			bad("zk.servers[%d]: %q is not host:port", i, z)
 		}
 	}
-	if _, err := zkutil.ParseCredentials(c.ZK.Auth); err != nil {
+	if _, err := contract.ParseCredentials(c.ZK.Auth); err != nil {
 		bad("zk.auth: %v", err)
 	}
 	for _, err := range []error{c.Storage.Validate(), c.Pacer.Validate(), c.Bidder.Validate()} {
@@ -202,6 +202,6 @@ func (c Config) registry() *RegistryOptions {
 	if len(c.ZK.Servers) == 0 {
 		return nil
 	}
-	auth, _ := zkutil.ParseCredentials(c.ZK.Auth)
+	auth, _ := contract.ParseCredentials(c.ZK.Auth)
 	return &RegistryOptions{Servers: c.ZK.Servers, Root: c.ZK.Root, Cluster: c.ZK.Cluster, Auth: auth}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/yamlconftest"
 )
 
@@ -19,7 +20,7 @@ func TestLoadConfigEveryKey(t *testing.T) {
 	}
 	o := c.Options()
 	switch {
-	case o.Side != SideStandby || o.Instance != "b-1" || len(o.Brokers) != 2 || o.TopicPrefix != "prod.":
+	case o.Side != contract.SideStandby || o.Instance != "b-1" || len(o.Brokers) != 2 || o.TopicPrefix != "prod.":
 		t.Fatalf("identity: %+v", o)
 	case o.Partitions != 16 || o.Replication != 3 || o.CreateTopics:
 		t.Fatalf("topics: %+v", o)
@@ -67,7 +68,7 @@ func TestDeployExamples(t *testing.T) {
 		}
 		sides[c.Side] = true
 	}
-	if !sides[SidePrimary] || !sides[SideStandby] {
+	if !sides[contract.SidePrimary] || !sides[contract.SideStandby] {
 		t.Fatalf("the examples cover sides %v", sides)
 	}
 }

@@ -1,6 +1,10 @@
 package pipeline
 
-import "time"
+import (
+	"time"
+
+	"github.com/hotpair/hotpair/contract"
+)
 
 // campaignDay is one local day of a campaign's time zone.
 type campaignDay struct {
@@ -32,7 +36,7 @@ func zoneOf(tz string) *time.Location {
 	if tz == "" {
 		return time.UTC
 	}
-	l, err := LoadZone(tz)
+	l, err := contract.LoadZone(tz)
 	if err != nil {
 		return time.UTC
 	}

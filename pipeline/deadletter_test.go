@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 )
 
@@ -19,12 +20,12 @@ import (
 // records around them must be processed, and totals must stay exact.
 func TestMalformedRecordsGoToDeadLetters(t *testing.T) {
 	brokers := kafkatest.Cluster(t).ListenAddrs()
-	startPipeline(t, testOptions(brokers, SidePrimary))
+	startPipeline(t, testOptions(brokers, contract.SidePrimary))
 	cl := kafkatest.Client(t, brokers)
 	ctx := context.Background()
 
 	w := newWorkload(5, 400, 3)
-	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{SidePrimary: brokers}})
+	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: brokers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,23 +37,23 @@ func TestMalformedRecordsGoToDeadLetters(t *testing.T) {
 		return fmt.Sprintf(`{"v":1,"id":%q,"type":"click","campaign":"camp-001","advertiser":"adv-1","price_micros":1000,"ts":%q}`, id, now.Format(time.RFC3339Nano))
 	}
 	badAds := []struct {
-		reason Reason
+		reason contract.Reason
 		key    string
 		value  []byte
 	}{
-		{ReasonEmptyValue, "camp-001", nil},
-		{ReasonInvalidJSON, "camp-001", []byte(`{"v":1,`)},
-		{ReasonNotObject, "camp-001", []byte(`[1,2,3]`)},
-		{ReasonUnsupportedVersion, "camp-001", []byte(strings.Replace(good("a4"), `"v":1`, `"v":2`, 1))},
-		{ReasonMissingField, "camp-001", []byte(strings.Replace(good("a5"), `"campaign":"camp-001",`, ``, 1))},
-		{ReasonWrongType, "camp-001", []byte(strings.Replace(good("a6"), `"price_micros":1000`, `"price_micros":"1000"`, 1))},
-		{ReasonNegativeAmount, "camp-001", []byte(strings.Replace(good("a7"), `"price_micros":1000`, `"price_micros":-5`, 1))},
-		{ReasonInvalidEnum, "camp-001", []byte(strings.Replace(good("a8"), `"click"`, `"view"`, 1))},
-		{ReasonInvalidTimestamp, "camp-001", []byte(strings.Replace(good("a9"), now.Format(time.RFC3339Nano), "yesterday", 1))},
-		{ReasonTimestampRange, "camp-001", []byte(strings.Replace(good("a10"), now.Format(time.RFC3339Nano), "1990-01-01T00:00:00Z", 1))},
-		{ReasonFutureTimestamp, "camp-001", []byte(strings.Replace(good("a11"), now.Format(time.RFC3339Nano), now.Add(48*time.Hour).Format(time.RFC3339Nano), 1))},
-		{ReasonKeyMismatch, "camp-002", []byte(good("a12"))},
-		{ReasonInvalidID, "camp 001", []byte(strings.ReplaceAll(good("a13"), "camp-001", "camp 001"))},
+		{contract.ReasonEmptyValue, "camp-001", nil},
+		{contract.ReasonInvalidJSON, "camp-001", []byte(`{"v":1,`)},
+		{contract.ReasonNotObject, "camp-001", []byte(`[1,2,3]`)},
+		{contract.ReasonUnsupportedVersion, "camp-001", []byte(strings.Replace(good("a4"), `"v":1`, `"v":2`, 1))},
+		{contract.ReasonMissingField, "camp-001", []byte(strings.Replace(good("a5"), `"campaign":"camp-001",`, ``, 1))},
+		{contract.ReasonWrongType, "camp-001", []byte(strings.Replace(good("a6"), `"price_micros":1000`, `"price_micros":"1000"`, 1))},
+		{contract.ReasonNegativeAmount, "camp-001", []byte(strings.Replace(good("a7"), `"price_micros":1000`, `"price_micros":-5`, 1))},
+		{contract.ReasonInvalidEnum, "camp-001", []byte(strings.Replace(good("a8"), `"click"`, `"view"`, 1))},
+		{contract.ReasonInvalidTimestamp, "camp-001", []byte(strings.Replace(good("a9"), now.Format(time.RFC3339Nano), "yesterday", 1))},
+		{contract.ReasonTimestampRange, "camp-001", []byte(strings.Replace(good("a10"), now.Format(time.RFC3339Nano), "1990-01-01T00:00:00Z", 1))},
+		{contract.ReasonFutureTimestamp, "camp-001", []byte(strings.Replace(good("a11"), now.Format(time.RFC3339Nano), now.Add(48*time.Hour).Format(time.RFC3339Nano), 1))},
+		{contract.ReasonKeyMismatch, "camp-002", []byte(good("a12"))},
+		{contract.ReasonInvalidID, "camp 001", []byte(strings.ReplaceAll(good("a13"), "camp-001", "camp 001"))},
 	}
 	spend := func(id string) string {
 		ws := now.Truncate(time.Second)
@@ -60,21 +61,21 @@ func TestMalformedRecordsGoToDeadLetters(t *testing.T) {
 			ws.UnixMilli(), id, ws.Format(time.RFC3339Nano), ws.Add(time.Second).Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
 	}
 	badSpend := []struct {
-		reason Reason
+		reason contract.Reason
 		key    string
 		value  []byte
 	}{
-		{ReasonEmptyValue, "camp-001", nil},
-		{ReasonInvalidJSON, "camp-001", []byte(`not json`)},
-		{ReasonNotObject, "camp-001", []byte(`"a string"`)},
-		{ReasonUnsupportedVersion, "camp-001", []byte(strings.Replace(spend("/late/s4"), `"v":1`, `"v":0`, 1))},
-		{ReasonMissingField, "camp-001", []byte(strings.Replace(spend("/late/s5"), `"spend_micros":7,`, ``, 1))},
-		{ReasonWrongType, "camp-001", []byte(strings.Replace(spend("/late/s6"), `"events":1`, `"events":1.5`, 1))},
-		{ReasonNegativeAmount, "camp-001", []byte(strings.Replace(spend("/late/s7"), `"spend_micros":7`, `"spend_micros":-7`, 1))},
-		{ReasonInvalidSpendID, "camp-001", []byte(spend("-x"))},
-		{ReasonInvalidWindow, "camp-001", []byte(strings.Replace(spend("/late/s9"), `"window_end":"`+now.Truncate(time.Second).Add(time.Second).Format(time.RFC3339Nano), `"window_end":"`+now.Truncate(time.Second).Format(time.RFC3339Nano), 1))},
-		{ReasonInvalidTimestamp, "camp-001", []byte(strings.Replace(spend("/late/s10"), `"emitted_at":"`+now.Format(time.RFC3339Nano), `"emitted_at":"noon`, 1))},
-		{ReasonKeyMismatch, "camp-003", []byte(spend("/late/s11"))},
+		{contract.ReasonEmptyValue, "camp-001", nil},
+		{contract.ReasonInvalidJSON, "camp-001", []byte(`not json`)},
+		{contract.ReasonNotObject, "camp-001", []byte(`"a string"`)},
+		{contract.ReasonUnsupportedVersion, "camp-001", []byte(strings.Replace(spend("/late/s4"), `"v":1`, `"v":0`, 1))},
+		{contract.ReasonMissingField, "camp-001", []byte(strings.Replace(spend("/late/s5"), `"spend_micros":7,`, ``, 1))},
+		{contract.ReasonWrongType, "camp-001", []byte(strings.Replace(spend("/late/s6"), `"events":1`, `"events":1.5`, 1))},
+		{contract.ReasonNegativeAmount, "camp-001", []byte(strings.Replace(spend("/late/s7"), `"spend_micros":7`, `"spend_micros":-7`, 1))},
+		{contract.ReasonInvalidSpendID, "camp-001", []byte(spend("-x"))},
+		{contract.ReasonInvalidWindow, "camp-001", []byte(strings.Replace(spend("/late/s9"), `"window_end":"`+now.Truncate(time.Second).Add(time.Second).Format(time.RFC3339Nano), `"window_end":"`+now.Truncate(time.Second).Format(time.RFC3339Nano), 1))},
+		{contract.ReasonInvalidTimestamp, "camp-001", []byte(strings.Replace(spend("/late/s10"), `"emitted_at":"`+now.Format(time.RFC3339Nano), `"emitted_at":"noon`, 1))},
+		{contract.ReasonKeyMismatch, "camp-003", []byte(spend("/late/s11"))},
 	}
 	badBudget := []byte(`{"v":1,"campaign":"camp-002","advertiser":"adv-2","daily_micros":5,"lifetime_micros":0,"timezone":"Mars/Olympus"}`)
 
@@ -100,11 +101,11 @@ func TestMalformedRecordsGoToDeadLetters(t *testing.T) {
 	for _, b := range badAds {
 		want["aggregator/ad-events/"+string(b.reason)] = true
 	}
-	for _, svc := range Services() {
+	for _, svc := range contract.Services() {
 		for _, b := range badSpend {
 			want[svc+"/spend/"+string(b.reason)] = true
 		}
-		want[svc+"/budgets/"+string(ReasonInvalidTimezone)] = true
+		want[svc+"/budgets/"+string(contract.ReasonInvalidTimezone)] = true
 	}
 	var dlq []*kgo.Record
 	kafkatest.Follow(t, brokers, "hotpair-dlq").Until(t, 30*time.Second, func(recs []*kgo.Record) string {

@@ -1,6 +1,9 @@
 package pipeline
 
-import "github.com/hotpair/hotpair/statestore"
+import (
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/statestore"
+)
 
 // budgetStatus is the budget rule: lifetime cap first (it never resets), then
 // the daily cap; a limit of 0 means no limit; a campaign without a budget row
@@ -8,11 +11,11 @@ import "github.com/hotpair/hotpair/statestore"
 func budgetStatus(l *statestore.Ledger, b *statestore.BudgetRow) string {
 	switch {
 	case b == nil:
-		return StatusNoBudget
+		return contract.StatusNoBudget
 	case b.LifetimeMicros > 0 && l.SpentLifetime >= b.LifetimeMicros:
-		return StatusLifetimeCapped
+		return contract.StatusLifetimeCapped
 	case b.DailyMicros > 0 && l.SpentToday >= b.DailyMicros:
-		return StatusDailyCapped
+		return contract.StatusDailyCapped
 	}
-	return StatusActive
+	return contract.StatusActive
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -16,7 +17,7 @@ type sampler struct {
 	mu          sync.Mutex
 	windowStart time.Time
 	events      int64
-	lag         LagHistogram
+	lag         contract.LagHistogram
 	lagMax      int64
 	partitions  []int32
 }
@@ -52,21 +53,21 @@ func (s *sampler) assigned(a goka.Assignment) []int32 {
 }
 
 // take returns the sample of the interval ending at now and starts the next.
-func (s *sampler) take(now time.Time, base HealthSample) HealthSample {
+func (s *sampler) take(now time.Time, base contract.HealthSample) contract.HealthSample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.windowStart.IsZero() || !now.After(s.windowStart) {
 		s.windowStart = now.Add(-time.Millisecond)
 	}
 	out := base
-	out.V = SchemaVersion
+	out.V = contract.SchemaVersion
 	out.Partitions = slices.Clone(s.partitions)
 	if out.Partitions == nil {
 		out.Partitions = []int32{}
 	}
 	out.WindowStart, out.WindowEnd = s.windowStart.UTC(), now.UTC()
 	out.Events, out.LagMs, out.LagMsMax = s.events, s.lag, s.lagMax
-	s.windowStart, s.events, s.lag, s.lagMax = now, 0, LagHistogram{}, 0
+	s.windowStart, s.events, s.lag, s.lagMax = now, 0, contract.LagHistogram{}, 0
 	return out
 }
 
@@ -77,7 +78,7 @@ func (s *sampler) take(now time.Time, base HealthSample) HealthSample {
 func (st *stage) sampleLoop(ctx context.Context) {
 	t := time.NewTicker(st.p.opts.SampleInterval)
 	defer t.Stop()
-	st.sampler.take(time.Now(), HealthSample{}) // start the first interval now
+	st.sampler.take(time.Now(), contract.HealthSample{}) // start the first interval now
 	for {
 		select {
 		case <-ctx.Done():
@@ -88,16 +89,16 @@ func (st *stage) sampleLoop(ctx context.Context) {
 	}
 }
 
-func (st *stage) sampleBase() HealthSample {
+func (st *stage) sampleBase() contract.HealthSample {
 	o := st.p.opts
-	return HealthSample{
+	return contract.HealthSample{
 		Service: st.name, Side: o.Side, Role: o.Role, Instance: o.Instance, Build: o.Build,
 		TopicPartitions: o.Partitions,
 	}
 }
 
-func (st *stage) writeSample(ctx context.Context, s HealthSample) {
-	b, err := Encode(s)
+func (st *stage) writeSample(ctx context.Context, s contract.HealthSample) {
+	b, err := contract.Encode(s)
 	if err != nil {
 		st.p.log.Error("encoding health sample", "service", st.name, "err", err)
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/statestore"
 )
@@ -68,8 +69,8 @@ func startPipeline(t testing.TB, o Options) (p *Pipeline, stop func()) {
 
 // workload is a set of campaigns with budgets and the ad events sent to them.
 type workload struct {
-	budgets []Budget
-	events  []AdEvent
+	budgets []contract.Budget
+	events  []contract.AdEvent
 	truth   map[string]int64 // campaign -> total price of its events
 }
 
@@ -86,18 +87,18 @@ func newWorkload(campaigns, events int, seed uint64) *workload {
 		if i%5 == 0 {
 			daily = 2_000_000 // these cap within the test
 		}
-		w.budgets = append(w.budgets, Budget{V: 1, Campaign: c, Advertiser: fmt.Sprintf("adv-%d", i%3),
+		w.budgets = append(w.budgets, contract.Budget{V: 1, Campaign: c, Advertiser: fmt.Sprintf("adv-%d", i%3),
 			DailyMicros: daily, LifetimeMicros: 10 * daily, Timezone: zones[i%len(zones)]})
 	}
 	now := time.Now()
 	for i := range events {
 		n := rng.IntN(campaigns)
 		c := fmt.Sprintf("camp-%03d", n)
-		ev := AdEvent{V: 1, ID: fmt.Sprintf("ev-%d-%d", seed, i), Type: EventImpression, Campaign: c,
+		ev := contract.AdEvent{V: 1, ID: fmt.Sprintf("ev-%d-%d", seed, i), Type: contract.EventImpression, Campaign: c,
 			Advertiser: fmt.Sprintf("adv-%d", n%3), PriceMicros: int64(1000 + rng.IntN(5000)),
 			TS: now.Add(-time.Duration(rng.IntN(300)) * time.Millisecond).UTC()}
 		if i%10 == 0 {
-			ev.Type = EventClick
+			ev.Type = contract.EventClick
 		}
 		w.events = append(w.events, ev)
 		w.truth[c] += ev.PriceMicros
@@ -128,16 +129,16 @@ func (w *workload) writeEvents(t testing.TB, in *Ingester) {
 }
 
 // statuses returns the current budget status of every campaign of a cluster.
-func statuses(t *testing.T, brokers []string) map[string]BudgetStatus {
+func statuses(t *testing.T, brokers []string) map[string]contract.BudgetStatus {
 	t.Helper()
 	return statusesOf(t, kafkatest.Latest(t, brokers, "budget-status"))
 }
 
-func statusesOf(t *testing.T, latest map[string][]byte) map[string]BudgetStatus {
+func statusesOf(t *testing.T, latest map[string][]byte) map[string]contract.BudgetStatus {
 	t.Helper()
-	out := make(map[string]BudgetStatus)
+	out := make(map[string]contract.BudgetStatus)
 	for k, v := range latest {
-		s, err := DecodeBudgetStatus(v)
+		s, err := contract.DecodeBudgetStatus(v)
 		if err != nil {
 			t.Fatalf("budget-status %s: %v", k, err)
 		}
@@ -149,7 +150,7 @@ func statusesOf(t *testing.T, latest map[string][]byte) map[string]BudgetStatus 
 // waitStatuses waits until cond holds on the budget statuses of a cluster,
 // checked at every record that arrives, and fails after timeout with what
 // cond last said was missing.
-func waitStatuses(t *testing.T, brokers []string, timeout time.Duration, cond func(map[string]BudgetStatus) string) {
+func waitStatuses(t *testing.T, brokers []string, timeout time.Duration, cond func(map[string]contract.BudgetStatus) string) {
 	t.Helper()
 	kafkatest.Follow(t, brokers, "budget-status").Until(t, timeout, func(recs []*kgo.Record) string {
 		return cond(statusesOf(t, kafkatest.LatestOf(recs)))
@@ -157,8 +158,8 @@ func waitStatuses(t *testing.T, brokers []string, timeout time.Duration, cond fu
 }
 
 // budgetsApplied holds once n campaigns have a status.
-func budgetsApplied(n int) func(map[string]BudgetStatus) string {
-	return func(st map[string]BudgetStatus) string {
+func budgetsApplied(n int) func(map[string]contract.BudgetStatus) string {
+	return func(st map[string]contract.BudgetStatus) string {
 		if len(st) < n {
 			return fmt.Sprintf("%d of %d budgets applied", len(st), n)
 		}
@@ -167,8 +168,8 @@ func budgetsApplied(n int) func(map[string]BudgetStatus) string {
 }
 
 // spentIs holds once every campaign's lifetime spend equals truth.
-func spentIs(truth map[string]int64) func(map[string]BudgetStatus) string {
-	return func(st map[string]BudgetStatus) string {
+func spentIs(truth map[string]int64) func(map[string]contract.BudgetStatus) string {
+	return func(st map[string]contract.BudgetStatus) string {
 		for c, want := range truth {
 			if got := st[c].SpentLifetimeMicros; got != want {
 				return fmt.Sprintf("campaign %s: spent_lifetime %d, want %d (%d campaigns reported)", c, got, want, len(st))

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 )
 
@@ -99,7 +100,7 @@ func NewIngester(o IngestOptions) (*Ingester, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &Ingester{opts: o, sides: make(map[string]*sideWriter), stop: cancel}
 	for side, brokers := range o.Clusters {
-		if !IsSide(side) {
+		if !contract.IsSide(side) {
 			cancel()
 			return nil, fmt.Errorf("%w: IngestOptions.Clusters: %q is not a side", ErrInvalidOptions, side)
 		}

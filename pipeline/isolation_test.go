@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 )
@@ -20,8 +21,8 @@ import (
 func TestClosedClusterDoesNotStopTheOtherSide(t *testing.T) {
 	primaryCluster := kafkatest.Cluster(t)
 	primary, standby := primaryCluster.ListenAddrs(), kafkatest.Cluster(t).ListenAddrs()
-	startPipeline(t, testOptions(primary, SidePrimary))
-	startPipeline(t, testOptions(standby, SideStandby))
+	startPipeline(t, testOptions(primary, contract.SidePrimary))
+	startPipeline(t, testOptions(standby, contract.SideStandby))
 	in := dualIngester(t, primary, standby)
 
 	w := newWorkload(20, 0, 4)
@@ -40,8 +41,8 @@ func TestClosedClusterDoesNotStopTheOtherSide(t *testing.T) {
 		}
 	}
 	waitStatuses(t, standby, 60*time.Second, spentIs(w.truth))
-	if st := in.Stats(); st[SideStandby].Lost != 0 || st[SideStandby].Delivered != st[SideStandby].Written {
-		t.Errorf("standby ingest: %+v", st[SideStandby])
+	if st := in.Stats(); st[contract.SideStandby].Lost != 0 || st[contract.SideStandby].Delivered != st[contract.SideStandby].Written {
+		t.Errorf("standby ingest: %+v", st[contract.SideStandby])
 	}
 }
 
@@ -58,15 +59,15 @@ func BenchmarkOtherSideWhileAClusterIsDown(b *testing.B) {
 	for b.Loop() {
 		primaryCluster := kafkatest.Cluster(b)
 		primary, standby := primaryCluster.ListenAddrs(), kafkatest.Cluster(b).ListenAddrs()
-		po, so := testOptions(primary, SidePrimary), testOptions(standby, SideStandby)
-		po.Stages, so.Stages = []string{StageAggregator}, []string{StageAggregator}
+		po, so := testOptions(primary, contract.SidePrimary), testOptions(standby, contract.SideStandby)
+		po.Stages, so.Stages = []string{contract.StageAggregator}, []string{contract.StageAggregator}
 		reg := prometheus.NewRegistry()
 		so.Registerer = reg
 		startPipeline(b, po)
 		startPipeline(b, so)
 		in := dualIngester(b, primary, standby)
 		events := func() float64 {
-			v, _ := metricvalue.Get(reg, "hotpair_stage_events_total", "service", StageAggregator)
+			v, _ := metricvalue.Get(reg, "hotpair_stage_events_total", "service", contract.StageAggregator)
 			return v
 		}
 		send := func(d time.Duration) {
@@ -143,7 +144,7 @@ func (g *gapWatcher) stop() time.Duration {
 // in-flight records may wait for a cluster that is gone).
 func dualIngester(tb testing.TB, primary, standby []string) *Ingester {
 	tb.Helper()
-	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{SidePrimary: primary, SideStandby: standby},
+	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: primary, contract.SideStandby: standby},
 		DeliveryTimeout: 5 * time.Second})
 	if err != nil {
 		tb.Fatal(err)

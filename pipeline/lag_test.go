@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 )
 
@@ -21,8 +22,8 @@ func TestServiceLagIsEndToEnd(t *testing.T) {
 	// "every lag above 5 s" can be read off the samples exactly.
 	const delay = 5500 * time.Millisecond
 	brokers := kafkatest.Cluster(t).ListenAddrs()
-	startPipeline(t, testOptions(brokers, SidePrimary))
-	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{SidePrimary: brokers}})
+	startPipeline(t, testOptions(brokers, contract.SidePrimary))
+	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: brokers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestServiceLagIsEndToEnd(t *testing.T) {
 	w.writeBudgets(t, in)
 	waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
 
-	if err := in.SetDelay(SidePrimary, delay); err != nil {
+	if err := in.SetDelay(contract.SidePrimary, delay); err != nil {
 		t.Fatal(err)
 	}
 	// 4 s of traffic, ~200 events/s, each stamped with the time it is
@@ -52,9 +53,9 @@ func TestServiceLagIsEndToEnd(t *testing.T) {
 	cutoff := time.Now().Add(delay)
 	waitStatuses(t, brokers, 60*time.Second, spentIs(w.truth))
 
-	merged := map[string]*HealthSample{}
+	merged := map[string]*contract.HealthSample{}
 	for _, r := range kafkatest.UpToEnd(t, brokers, "hotpair-health") {
-		s, err := DecodeHealthSample(r.Value)
+		s, err := contract.DecodeHealthSample(r.Value)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,20 +64,20 @@ func TestServiceLagIsEndToEnd(t *testing.T) {
 		}
 		m := merged[s.Service]
 		if m == nil {
-			m = &HealthSample{Service: s.Service}
+			m = &contract.HealthSample{Service: s.Service}
 			merged[s.Service] = m
 		}
 		m.LagMs.Merge(&s.LagMs)
 		m.LagMsMax = max(m.LagMsMax, s.LagMsMax)
 		m.Events += s.Events
 	}
-	for _, stage := range Stages() {
+	for _, stage := range contract.Stages() {
 		m := merged[stage]
 		if m == nil || m.LagMs.Total() == 0 {
 			t.Fatalf("%s wrote no health sample with lags before the cutoff", stage)
 		}
 		var under int64
-		for i, bound := range LagBounds {
+		for i, bound := range contract.LagBounds {
 			if bound < delay.Milliseconds() {
 				under += m.LagMs.Counts[i]
 			}

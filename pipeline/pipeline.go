@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/buildinfo"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/statestore"
@@ -83,7 +84,7 @@ type Options struct {
 
 func (o *Options) applyDefaults() {
 	if o.Role == "" {
-		o.Role = RoleLive
+		o.Role = contract.RoleLive
 	}
 	if o.Instance == "" {
 		h, _ := os.Hostname()
@@ -93,7 +94,7 @@ func (o *Options) applyDefaults() {
 		o.Build = buildinfo.String()
 	}
 	if len(o.Stages) == 0 {
-		o.Stages = Stages()
+		o.Stages = contract.Stages()
 	}
 	if o.Partitions == 0 {
 		o.Partitions = 8
@@ -135,9 +136,9 @@ func (o *Options) validate() error {
 	switch {
 	case len(o.Brokers) == 0:
 		return fmt.Errorf("%w: Options.Brokers is required", ErrInvalidOptions)
-	case !IsSide(o.Side):
+	case !contract.IsSide(o.Side):
 		return fmt.Errorf("%w: Options.Side must be primary or standby, got %q", ErrInvalidOptions, o.Side)
-	case o.Role != RoleLive && o.Role != RoleDark:
+	case o.Role != contract.RoleLive && o.Role != contract.RoleDark:
 		return fmt.Errorf("%w: Options.Role must be live or dark, got %q", ErrInvalidOptions, o.Role)
 	case o.Window < time.Millisecond || o.Lateness < 0:
 		return fmt.Errorf("%w: Options.Window must be positive and Options.Lateness not negative", ErrInvalidOptions)
@@ -145,8 +146,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Options.Registry.Servers is required", ErrInvalidOptions)
 	}
 	for _, s := range o.Stages {
-		if !IsStage(s) {
-			return fmt.Errorf("%w: Options.Stages: %q is not a stage (%v)", ErrInvalidOptions, s, Stages())
+		if !contract.IsStage(s) {
+			return fmt.Errorf("%w: Options.Stages: %q is not a stage (%v)", ErrInvalidOptions, s, contract.Stages())
 		}
 	}
 	for _, err := range []error{o.Storage.Validate(), o.Pacer.Validate(), o.Bidder.Validate()} {
@@ -160,7 +161,7 @@ func (o *Options) validate() error {
 // Pipeline runs the stages of one side against one Kafka cluster.
 type Pipeline struct {
 	opts     Options
-	topics   Topics
+	topics   contract.Topics
 	log      *slog.Logger
 	metrics  *metrics
 	builders kafka.Builders
@@ -179,7 +180,7 @@ func New(opts Options) (*Pipeline, error) {
 	}
 	p := &Pipeline{
 		opts:    opts,
-		topics:  TopicsWithPrefix(opts.TopicPrefix),
+		topics:  contract.TopicsWithPrefix(opts.TopicPrefix),
 		log:     opts.Logger.With("side", opts.Side, "role", opts.Role),
 		metrics: newMetrics(opts.Registerer),
 		builders: kafka.Builders{
@@ -189,11 +190,11 @@ func New(opts Options) (*Pipeline, error) {
 			SessionTimeout: opts.SessionTimeout,
 		},
 	}
-	for _, name := range Stages() { // topological order, whatever the config's order
+	for _, name := range contract.Stages() { // topological order, whatever the config's order
 		if !slices.Contains(opts.Stages, name) {
 			continue
 		}
-		if name == StageAggregator {
+		if name == contract.StageAggregator {
 			p.stages = append(p.stages, newAggregator(p))
 		} else {
 			p.stages = append(p.stages, newService(p, name))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 )
@@ -18,9 +19,9 @@ import (
 // both sides end with exact spend and identical outputs on every topic.
 func TestTwoSidesProduceIdenticalOutputs(t *testing.T) {
 	primary, standby := kafkatest.Cluster(t).ListenAddrs(), kafkatest.Cluster(t).ListenAddrs()
-	pp, _ := startPipeline(t, testOptions(primary, SidePrimary))
-	startPipeline(t, testOptions(standby, SideStandby))
-	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{SidePrimary: primary, SideStandby: standby}})
+	pp, _ := startPipeline(t, testOptions(primary, contract.SidePrimary))
+	startPipeline(t, testOptions(standby, contract.SideStandby))
+	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: primary, contract.SideStandby: standby}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +38,10 @@ func TestTwoSidesProduceIdenticalOutputs(t *testing.T) {
 	}
 
 	// Spend: the same SpendEvents (all but emitted_at) on both sides.
-	spendOf := func(brokers []string) map[string]SpendEvent {
-		out := make(map[string]SpendEvent)
+	spendOf := func(brokers []string) map[string]contract.SpendEvent {
+		out := make(map[string]contract.SpendEvent)
 		for _, r := range kafkatest.UpToEnd(t, brokers, "spend") {
-			e, err := DecodeSpendEvent(r.Value)
+			e, err := contract.DecodeSpendEvent(r.Value)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,16 +73,16 @@ func TestTwoSidesProduceIdenticalOutputs(t *testing.T) {
 	// a budget row is reported as such.
 	st := statuses(t, primary)
 	for _, b := range w.budgets {
-		want := StatusActive
+		want := contract.StatusActive
 		if w.truth[b.Campaign] >= b.DailyMicros {
-			want = StatusDailyCapped
+			want = contract.StatusDailyCapped
 		}
 		if got := st[b.Campaign].Status; got != want {
 			t.Errorf("%s spent %d of daily %d: status %s, want %s", b.Campaign, w.truth[b.Campaign], b.DailyMicros, got, want)
 		}
 	}
-	if got := st["camp-019"].Status; got != StatusNoBudget {
-		t.Errorf("campaign without budget: status %s, want %s", got, StatusNoBudget)
+	if got := st["camp-019"].Status; got != contract.StatusNoBudget {
+		t.Errorf("campaign without budget: status %s, want %s", got, contract.StatusNoBudget)
 	}
 	checkLatencyMetrics(t, pp.opts.Registerer.(prometheus.Gatherer))
 }
@@ -91,7 +92,7 @@ func TestTwoSidesProduceIdenticalOutputs(t *testing.T) {
 // latency, in every service; all of them short on an idle test cluster.
 func checkLatencyMetrics(t *testing.T, g prometheus.Gatherer) {
 	t.Helper()
-	for _, stage := range Stages() {
+	for _, stage := range contract.Stages() {
 		events, _ := metricvalue.Get(g, "hotpair_stage_events_total", "service", stage)
 		hop, ok := metricvalue.Histogram(g, "hotpair_stage_hop_lag_seconds", "service", stage)
 		if !ok || float64(hop.GetSampleCount()) != events || events == 0 {
@@ -100,7 +101,7 @@ func checkLatencyMetrics(t *testing.T, g prometheus.Gatherer) {
 		if q := metricvalue.NativeOf(hop).Quantile(0.99); q > 10 {
 			t.Errorf("%s: hop p99 %.3fs", stage, q)
 		}
-		if stage == StageAggregator {
+		if stage == contract.StageAggregator {
 			continue
 		}
 		out, ok := metricvalue.Histogram(g, "hotpair_window_output_latency_seconds", "service", stage)

@@ -9,6 +9,7 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/tester"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -16,7 +17,7 @@ import (
 // returns the tester with trackers of the stage's output and dead letters.
 func testStage(t *testing.T, name string) (*tester.Tester, *stage) {
 	t.Helper()
-	p, err := New(Options{Brokers: []string{"tester:9092"}, Side: SidePrimary, Stages: []string{name},
+	p, err := New(Options{Brokers: []string{"tester:9092"}, Side: contract.SidePrimary, Stages: []string{name},
 		Storage: statestore.Config{Backend: statestore.BackendMemory}, Window: 10 * time.Second, Lateness: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -35,18 +36,18 @@ func testStage(t *testing.T, name string) (*tester.Tester, *stage) {
 }
 
 func adEvent(t *testing.T, id, campaign string, price int64, ts time.Time) []byte {
-	return mustJSON(t, AdEvent{V: 1, ID: id, Type: EventImpression, Campaign: campaign, Advertiser: "adv", PriceMicros: price, TS: ts.UTC()})
+	return mustJSON(t, contract.AdEvent{V: 1, ID: id, Type: contract.EventImpression, Campaign: campaign, Advertiser: "adv", PriceMicros: price, TS: ts.UTC()})
 }
 
-func drainSpend(t *testing.T, q *tester.QueueTracker) []SpendEvent {
+func drainSpend(t *testing.T, q *tester.QueueTracker) []contract.SpendEvent {
 	t.Helper()
-	var out []SpendEvent
+	var out []contract.SpendEvent
 	for {
 		_, v, ok := q.NextRaw()
 		if !ok {
 			return out
 		}
-		e, err := DecodeSpendEvent(v)
+		e, err := contract.DecodeSpendEvent(v)
 		if err != nil {
 			t.Fatalf("aggregator emitted a bad SpendEvent: %v", err)
 		}
@@ -55,7 +56,7 @@ func drainSpend(t *testing.T, q *tester.QueueTracker) []SpendEvent {
 }
 
 func TestAggregatorWindows(t *testing.T) {
-	tt, st := testStage(t, StageAggregator)
+	tt, st := testStage(t, contract.StageAggregator)
 	spend := tt.NewQueueTracker("spend")
 	dlq := tt.NewQueueTracker("hotpair-dlq")
 	loop := st.loopTopic()
@@ -75,7 +76,7 @@ func TestAggregatorWindows(t *testing.T) {
 			t.Fatalf("got %d SpendEvents, want 1: %+v", len(got), got)
 		}
 		e := got[0]
-		if e.ID != SpendID("c1", w0) || e.SpendMicros != 350 || e.Events != 2 || !e.WindowEnd.Equal(w0.Add(10*time.Second)) {
+		if e.ID != contract.SpendID("c1", w0) || e.SpendMicros != 350 || e.Events != 2 || !e.WindowEnd.Equal(w0.Add(10*time.Second)) {
 			t.Fatalf("SpendEvent %+v", e)
 		}
 		// due_at: the window's end plus the lateness, when it could first close.
@@ -86,7 +87,7 @@ func TestAggregatorWindows(t *testing.T) {
 	t.Run("a late event is emitted on its own, never dropped", func(t *testing.T) {
 		tt.Consume("ad-events", "c1", adEvent(t, "late-1", "c1", 40, w0.Add(5*time.Second)))
 		got := drainSpend(t, spend)
-		if len(got) != 1 || got[0].ID != LateSpendID("c1", w0, "late-1") || got[0].SpendMicros != 40 || !got[0].IsLate() {
+		if len(got) != 1 || got[0].ID != contract.LateSpendID("c1", w0, "late-1") || got[0].SpendMicros != 40 || !got[0].IsLate() {
 			t.Fatalf("late event: %+v", got)
 		}
 		// due_at of a late SpendEvent: its ad event's own time.
@@ -131,7 +132,7 @@ func TestAggregatorWindows(t *testing.T) {
 // its window yet, so a side that closes windows later (slower wake-ups, a
 // backlog) emits the same windows as one that keeps up.
 func TestLateIsDecidedByTheClock(t *testing.T) {
-	tt, st := testStage(t, StageAggregator)
+	tt, st := testStage(t, contract.StageAggregator)
 	spend := tt.NewQueueTracker("spend")
 	w0 := time.Now().Add(-time.Hour).Truncate(10 * time.Second)
 	tt.Consume("ad-events", "c7", adEvent(t, "a", "c7", 100, w0.Add(time.Second)))
@@ -143,21 +144,21 @@ func TestLateIsDecidedByTheClock(t *testing.T) {
 	tt.Consume("ad-events", "c7", adEvent(t, "c", "c7", 40, w0.Add(2*time.Second)))
 	tt.Consume(st.loopTopic(), "c7", []byte("wake"))
 	got := drainSpend(t, spend)
-	if len(got) != 2 || got[0].ID != LateSpendID("c7", w0, "c") || got[0].SpendMicros != 40 ||
-		got[1].ID != SpendID("c7", w0) || got[1].SpendMicros != 100 {
+	if len(got) != 2 || got[0].ID != contract.LateSpendID("c7", w0, "c") || got[0].SpendMicros != 40 ||
+		got[1].ID != contract.SpendID("c7", w0) || got[1].SpendMicros != 100 {
 		t.Fatalf("want the late event on its own, then the window with the first event only: %+v", got)
 	}
 }
 
-func decodeStatuses(t *testing.T, q *tester.QueueTracker) []BudgetStatus {
+func decodeStatuses(t *testing.T, q *tester.QueueTracker) []contract.BudgetStatus {
 	t.Helper()
-	var out []BudgetStatus
+	var out []contract.BudgetStatus
 	for {
 		_, v, ok := q.NextRaw()
 		if !ok {
 			return out
 		}
-		s, err := DecodeBudgetStatus(v)
+		s, err := contract.DecodeBudgetStatus(v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,15 +167,15 @@ func decodeStatuses(t *testing.T, q *tester.QueueTracker) []BudgetStatus {
 }
 
 func spendEvent(t *testing.T, campaign string, start time.Time, micros int64) []byte {
-	return mustJSON(t, SpendEvent{V: 1, ID: SpendID(campaign, start), Campaign: campaign, Advertiser: "adv",
+	return mustJSON(t, contract.SpendEvent{V: 1, ID: contract.SpendID(campaign, start), Campaign: campaign, Advertiser: "adv",
 		SpendMicros: micros, Events: 1, WindowStart: start.UTC(), WindowEnd: start.Add(10 * time.Second).UTC(), EmittedAt: time.Now().UTC()})
 }
 
 func TestBudgetEnforcer(t *testing.T) {
-	tt, st := testStage(t, StageBudget)
+	tt, st := testStage(t, contract.StageBudget)
 	out := tt.NewQueueTracker("budget-status")
 	start := time.Now().Truncate(10 * time.Second).Add(-time.Minute)
-	last := func() BudgetStatus {
+	last := func() contract.BudgetStatus {
 		s := decodeStatuses(t, out)
 		if len(s) == 0 {
 			t.Fatal("no status emitted")
@@ -183,15 +184,15 @@ func TestBudgetEnforcer(t *testing.T) {
 	}
 
 	tt.Consume("spend", "c1", spendEvent(t, "c1", start, 500))
-	if s := last(); s.Status != StatusNoBudget || s.SpentTodayMicros != 500 {
+	if s := last(); s.Status != contract.StatusNoBudget || s.SpentTodayMicros != 500 {
 		t.Fatalf("without a budget row: %+v", s)
 	}
-	tt.Consume("budgets", "c1", mustJSON(t, Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: 1000, LifetimeMicros: 5000, Timezone: "UTC"}))
-	if s := last(); s.Status != StatusActive {
+	tt.Consume("budgets", "c1", mustJSON(t, contract.Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: 1000, LifetimeMicros: 5000, Timezone: "UTC"}))
+	if s := last(); s.Status != contract.StatusActive {
 		t.Fatalf("after the budget arrived: %+v", s)
 	}
 	tt.Consume("spend", "c1", spendEvent(t, "c1", start.Add(10*time.Second), 500))
-	if s := last(); s.Status != StatusDailyCapped || s.SpentTodayMicros != 1000 {
+	if s := last(); s.Status != contract.StatusDailyCapped || s.SpentTodayMicros != 1000 {
 		t.Fatalf("at the daily budget: %+v", s)
 	}
 	// The same SpendEvent again (a replay, a restart) changes nothing.
@@ -200,8 +201,8 @@ func TestBudgetEnforcer(t *testing.T) {
 		t.Fatalf("a duplicate SpendEvent produced output %+v", s)
 	}
 	// A raised budget lifts the cap at once.
-	tt.Consume("budgets", "c1", mustJSON(t, Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: 3000, LifetimeMicros: 5000, Timezone: "UTC"}))
-	if s := last(); s.Status != StatusActive {
+	tt.Consume("budgets", "c1", mustJSON(t, contract.Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: 3000, LifetimeMicros: 5000, Timezone: "UTC"}))
+	if s := last(); s.Status != contract.StatusActive {
 		t.Fatalf("after raising the budget: %+v", s)
 	}
 	// The campaign's midnight: a wake-up on a new day resets the day's spend.
@@ -210,25 +211,25 @@ func TestBudgetEnforcer(t *testing.T) {
 	tt.SetTableValue(goka.GroupTable(st.group), "c1", c)
 	tt.Consume(st.loopTopic(), "c1", []byte("wake"))
 	s := last()
-	if s.Status != StatusActive || s.SpentTodayMicros != 0 || s.Day != time.Now().UTC().Format(time.DateOnly) || s.SpentLifetimeMicros != 1000 {
+	if s.Status != contract.StatusActive || s.SpentTodayMicros != 0 || s.Day != time.Now().UTC().Format(time.DateOnly) || s.SpentLifetimeMicros != 1000 {
 		t.Fatalf("after midnight: %+v", s)
 	}
 	// Lifetime cap wins over the daily state.
 	tt.Consume("spend", "c1", spendEvent(t, "c1", start.Add(20*time.Second), 4000))
-	if s := last(); s.Status != StatusLifetimeCapped || s.SpentLifetimeMicros != 5000 {
+	if s := last(); s.Status != contract.StatusLifetimeCapped || s.SpentLifetimeMicros != 5000 {
 		t.Fatalf("at the lifetime budget: %+v", s)
 	}
 	// Deleting the budget row reports the campaign as without budget.
 	tt.Consume("budgets", "c1", nil)
-	if s := last(); s.Status != StatusNoBudget {
+	if s := last(); s.Status != contract.StatusNoBudget {
 		t.Fatalf("after the budget row was deleted: %+v", s)
 	}
 }
 
 func TestBudgetDayFollowsCampaignTimezone(t *testing.T) {
-	tt, _ := testStage(t, StageBudget)
+	tt, _ := testStage(t, contract.StageBudget)
 	out := tt.NewQueueTracker("budget-status")
-	tt.Consume("budgets", "c1", mustJSON(t, Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: 1000, Timezone: "Asia/Kolkata"}))
+	tt.Consume("budgets", "c1", mustJSON(t, contract.Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: 1000, Timezone: "Asia/Kolkata"}))
 	// 20:00 UTC on March 1 is 01:30 on March 2 in Kolkata (UTC+5:30).
 	ws := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
 	tt.Consume("spend", "c1", spendEvent(t, "c1", ws, 10))
@@ -254,19 +255,19 @@ func middayZone(now time.Time) string {
 
 func TestPacerAndBidderOutputs(t *testing.T) {
 	const daily = 86_400_000 // 1000 micros per second at an even pace
-	for _, name := range []string{StagePacer, StageBidder} {
+	for _, name := range []string{contract.StagePacer, contract.StageBidder} {
 		t.Run(name, func(t *testing.T) {
 			tt, _ := testStage(t, name)
-			topic := map[string]string{StagePacer: "pacing", StageBidder: "bid-multipliers"}[name]
+			topic := map[string]string{contract.StagePacer: "pacing", contract.StageBidder: "bid-multipliers"}[name]
 			out := tt.NewQueueTracker(topic)
 			now := time.Now()
 			zone := middayZone(now)
-			tt.Consume("budgets", "c1", mustJSON(t, Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: daily, Timezone: zone}))
+			tt.Consume("budgets", "c1", mustJSON(t, contract.Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: daily, Timezone: zone}))
 			// A campaign ahead of plan that keeps spending at 3x its even
 			// pace: the pacer must throttle it, the bidder must bid it down;
 			// both stay within their bounds.
 			start := now.Truncate(10 * time.Second).Add(-10 * time.Minute)
-			loc, _ := LoadZone(zone)
+			loc, _ := contract.LoadZone(zone)
 			ahead := int64(daily*dayOf(start, loc).fraction(start)) + daily/20
 			for i := range 60 {
 				micros := int64(3 * 10 * 1000)
@@ -281,24 +282,24 @@ func TestPacerAndBidderOutputs(t *testing.T) {
 				if !ok {
 					break
 				}
-				if name == StagePacer {
-					p, err := DecodePacing(v)
+				if name == contract.StagePacer {
+					p, err := contract.DecodePacing(v)
 					if err != nil {
 						t.Fatal(err)
 					}
 					lastRate = p.Rate
 				} else {
-					b, err := DecodeBidMultiplier(v)
+					b, err := contract.DecodeBidMultiplier(v)
 					if err != nil {
 						t.Fatal(err)
 					}
 					lastMult = b.Multiplier
 				}
 			}
-			if name == StagePacer && !(lastRate >= 0.01 && lastRate < 0.5) {
+			if name == contract.StagePacer && !(lastRate >= 0.01 && lastRate < 0.5) {
 				t.Fatalf("rate %v: a campaign ahead of plan at 3x its pace must be throttled, not below min_rate", lastRate)
 			}
-			if name == StageBidder && !(lastMult >= 0.5 && lastMult < 1) {
+			if name == contract.StageBidder && !(lastMult >= 0.5 && lastMult < 1) {
 				t.Fatalf("multiplier %v: a campaign ahead of plan must bid down, not below 0.5", lastMult)
 			}
 		})

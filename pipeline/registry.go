@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // RegistryOptions register a pipeline's instance in ZooKeeper: one
@@ -26,20 +26,9 @@ type RegistryOptions struct {
 	Cluster string
 	// Auth, if set, is the identity the registrations are written with;
 	// they are then world-readable and changeable only by it.
-	Auth *zkutil.Credentials
+	Auth *contract.Credentials
 	// SessionTimeout of the registration session (default 10s).
 	SessionTimeout time.Duration
-}
-
-// Registration is the JSON document of an instance's znode.
-type Registration struct {
-	V         int       `json:"v"`
-	Side      string    `json:"side"`
-	Role      string    `json:"role"`
-	Stage     string    `json:"stage"`
-	Instance  string    `json:"instance"`
-	Build     string    `json:"build"`
-	StartedAt time.Time `json:"started_at"`
 }
 
 // register keeps this instance's registrations in ZooKeeper until ctx ends:
@@ -47,7 +36,7 @@ type Registration struct {
 // which removes ephemeral znodes), and closes the session at the end, which
 // removes them at once. ZooKeeper being down never affects the stages.
 func (p *Pipeline) register(ctx context.Context, o RegistryOptions) {
-	paths := znode.NewPaths(o.Root)
+	paths := contract.NewPaths(o.Root)
 	cluster := o.Cluster
 	if cluster == "" {
 		cluster = p.opts.Side
@@ -65,7 +54,7 @@ func (p *Pipeline) register(ctx context.Context, o RegistryOptions) {
 	started := time.Now().UTC()
 	sess.EachSession(ctx, func() {
 		for _, st := range p.stages {
-			doc, _ := json.Marshal(Registration{V: 1, Side: p.opts.Side, Role: p.opts.Role, Stage: st.name,
+			doc, _ := json.Marshal(contract.Registration{V: 1, Side: p.opts.Side, Role: p.opts.Role, Stage: st.name,
 				Instance: p.opts.Instance, Build: p.opts.Build, StartedAt: started})
 			node := path.Join(paths.Instances(cluster, st.name), p.opts.Instance)
 			if err := registerNode(sess.Conn(), node, doc, acl); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/zktest"
 )
@@ -18,8 +19,8 @@ import (
 func TestRegistry(t *testing.T) {
 	addr := zktest.Addr(t)
 	root := fmt.Sprintf("/hotpair-test/registry-%d", time.Now().UnixNano())
-	o := testOptions(kafkatest.Cluster(t).ListenAddrs(), SideStandby)
-	o.Stages = []string{StageBudget, StagePacer}
+	o := testOptions(kafkatest.Cluster(t).ListenAddrs(), contract.SideStandby)
+	o.Stages = []string{contract.StageBudget, contract.StagePacer}
 	o.Registry = &RegistryOptions{Servers: []string{addr}, Root: root, Cluster: "cluster-b", SessionTimeout: 4 * time.Second}
 	_, stop := startPipeline(t, o)
 
@@ -27,8 +28,8 @@ func TestRegistry(t *testing.T) {
 	for _, stage := range o.Stages {
 		node := root + "/instances/cluster-b/" + stage + "/" + o.Instance
 		b := waitZnode(t, conn, node, 20*time.Second)
-		var r Registration
-		if err := json.Unmarshal(b, &r); err != nil || r.Side != SideStandby || r.Stage != stage || r.Instance != o.Instance || r.Role != RoleLive {
+		var r contract.Registration
+		if err := json.Unmarshal(b, &r); err != nil || r.Side != contract.SideStandby || r.Stage != stage || r.Instance != o.Instance || r.Role != contract.RoleLive {
 			t.Fatalf("%s holds %s (%v)", node, b, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/testbin"
 )
@@ -34,7 +35,7 @@ http: {listen: "127.0.0.1:0"}
 `, brokers[0], backend, filepath.Join(dir, "state")))
 
 			proc := testbin.Start(t, "pipeline", "--config", config)
-			in, err := NewIngester(IngestOptions{Clusters: map[string][]string{SidePrimary: brokers}})
+			in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: brokers}})
 			if err != nil {
 				t.Fatal(err)
 			}

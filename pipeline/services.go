@@ -7,6 +7,7 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -20,17 +21,17 @@ type service struct {
 	output string
 	// update computes the service's output for c at event time t. obs is the
 	// regular spend window just applied, if any. It may change c.
-	update func(key string, c *statestore.Campaign, t time.Time, obs *SpendEvent) any
+	update func(key string, c *statestore.Campaign, t time.Time, obs *contract.SpendEvent) any
 }
 
 func newService(p *Pipeline, name string) *stage {
 	s := &service{stage: newStage(p, name), output: p.topics.Output(name)}
 	switch name {
-	case StageBudget:
+	case contract.StageBudget:
 		s.update = s.enforce
-	case StagePacer:
+	case contract.StagePacer:
 		s.update = s.pace
-	case StageBidder:
+	case contract.StageBidder:
 		s.update = s.bid
 	}
 	edges := append(s.edges(s.onWake),
@@ -53,9 +54,9 @@ func campaignOf(ctx goka.Context) *statestore.Campaign {
 func (s *service) onSpend(ctx goka.Context, msg any) {
 	recv := s.receive(ctx)
 	raw, _ := msg.([]byte)
-	ev, err := DecodeSpendEvent(raw)
+	ev, err := contract.DecodeSpendEvent(raw)
 	if err == nil {
-		err = CheckKey(ctx.Key(), ev.Campaign)
+		err = contract.CheckKey(ctx.Key(), ev.Campaign)
 	}
 	if err != nil {
 		s.deadLetter(ctx, raw, err)
@@ -77,7 +78,7 @@ func (s *service) onSpend(ctx goka.Context, msg any) {
 		s.m.duplicates.Inc()
 		return
 	}
-	var obs *SpendEvent
+	var obs *contract.SpendEvent
 	if !ev.IsLate() && day.Date == c.Ledger.Day {
 		obs = &ev
 	}
@@ -90,7 +91,7 @@ func (s *service) onSpend(ctx goka.Context, msg any) {
 // windowClosedAt reads when the SpendEvent's window closed on the
 // aggregator's partition clock (regular windows carry it).
 func windowClosedAt(ctx goka.Context) (time.Time, bool) {
-	v := ctx.Headers()[HeaderWindowClosedAt]
+	v := ctx.Headers()[contract.HeaderWindowClosedAt]
 	if v == nil {
 		return time.Time{}, false
 	}
@@ -108,9 +109,9 @@ func (s *service) onBudget(ctx goka.Context, msg any) {
 	if raw == nil { // tombstone: the budget row was deleted
 		c.Budget = nil
 	} else {
-		b, err := DecodeBudget(raw)
+		b, err := contract.DecodeBudget(raw)
 		if err == nil {
-			err = CheckKey(ctx.Key(), b.Campaign)
+			err = contract.CheckKey(ctx.Key(), b.Campaign)
 		}
 		if err != nil {
 			s.deadLetter(ctx, raw, err)
@@ -139,9 +140,9 @@ func (s *service) onWake(ctx goka.Context, _ any) {
 // commit computes and emits the output, arms the next midnight wake-up and
 // stores the state, in that order within the callback (goka commits the
 // input offset only after both writes).
-func (s *service) commit(ctx goka.Context, c *statestore.Campaign, t time.Time, obs *SpendEvent, now time.Time) {
+func (s *service) commit(ctx goka.Context, c *statestore.Campaign, t time.Time, obs *contract.SpendEvent, now time.Time) {
 	out := s.update(ctx.Key(), c, t, obs)
-	b, err := Encode(out)
+	b, err := contract.Encode(out)
 	if err != nil {
 		ctx.Fail(err)
 	}
@@ -158,16 +159,16 @@ func budgetZone(c *statestore.Campaign) string {
 	return c.Budget.Timezone
 }
 
-func (s *service) enforce(key string, c *statestore.Campaign, _ time.Time, _ *SpendEvent) any {
+func (s *service) enforce(key string, c *statestore.Campaign, _ time.Time, _ *contract.SpendEvent) any {
 	c.Status = budgetStatus(&c.Ledger, c.Budget)
-	return BudgetStatus{
-		V: SchemaVersion, Campaign: key, Status: c.Status, Day: c.Ledger.Day,
+	return contract.BudgetStatus{
+		V: contract.SchemaVersion, Campaign: key, Status: c.Status, Day: c.Ledger.Day,
 		SpentTodayMicros: c.Ledger.SpentToday, SpentLifetimeMicros: c.Ledger.SpentLifetime,
 		UpdatedAt: time.Now().UTC(),
 	}
 }
 
-func (s *service) pace(key string, c *statestore.Campaign, t time.Time, obs *SpendEvent) any {
+func (s *service) pace(key string, c *statestore.Campaign, t time.Time, obs *contract.SpendEvent) any {
 	var daily int64
 	if c.Budget != nil {
 		daily = c.Budget.DailyMicros
@@ -186,13 +187,13 @@ func (s *service) pace(key string, c *statestore.Campaign, t time.Time, obs *Spe
 	}
 	st, target := pace(s.p.opts.Pacer, st, in)
 	c.Pacer = &st
-	return Pacing{
-		V: SchemaVersion, Campaign: key, Rate: st.Rate,
+	return contract.Pacing{
+		V: contract.SchemaVersion, Campaign: key, Rate: st.Rate,
 		TargetMicros: target, ActualMicros: c.Ledger.SpentToday, UpdatedAt: time.Now().UTC(),
 	}
 }
 
-func (s *service) bid(key string, c *statestore.Campaign, t time.Time, obs *SpendEvent) any {
+func (s *service) bid(key string, c *statestore.Campaign, t time.Time, obs *contract.SpendEvent) any {
 	var daily int64
 	if c.Budget != nil {
 		daily = c.Budget.DailyMicros
@@ -207,5 +208,5 @@ func (s *service) bid(key string, c *statestore.Campaign, t time.Time, obs *Spen
 		TargetMicros: int64(float64(daily) * day.fraction(t)), NowMs: t.UnixMilli(), Observed: obs != nil,
 	})
 	c.Bidder = &st
-	return BidMultiplier{V: SchemaVersion, Campaign: key, Multiplier: st.Multiplier, UpdatedAt: time.Now().UTC()}
+	return contract.BidMultiplier{V: contract.SchemaVersion, Campaign: key, Multiplier: st.Multiplier, UpdatedAt: time.Now().UTC()}
 }

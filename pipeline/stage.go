@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -271,7 +272,7 @@ const wakeRetry = 5 * time.Second
 // deadLetter sends a bad record to the dead-letter topic with its reason and
 // source coordinates in headers. It never touches the stage's state.
 func (st *stage) deadLetter(ctx goka.Context, raw []byte, err error) {
-	reason := ReasonOf(err)
+	reason := contract.ReasonOf(err)
 	if reason == "" {
 		reason = "error"
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -20,7 +21,7 @@ import (
 type VerifyOptions struct {
 	// Recording is the ad-events recording to play into both pipelines.
 	Recording string
-	// Budgets is an optional JSON-lines file of pipeline.Budget rows, loaded
+	// Budgets is an optional JSON-lines file of contract.Budget rows, loaded
 	// into both pipelines before the recording plays.
 	Budgets string
 	// Baseline and Candidate are the hotpair binaries to compare.
@@ -114,7 +115,7 @@ type VerifyReport struct {
 type Verifier struct {
 	o        VerifyOptions
 	log      *slog.Logger
-	topics   pipeline.Topics
+	topics   contract.Topics
 	pipeCfg  pipeline.Config
 	report   VerifyReport
 	keepWork bool
@@ -147,7 +148,7 @@ func NewVerifier(o VerifyOptions) (*Verifier, error) {
 			return nil, fmt.Errorf("replay: verify: pipeline config: %w", err)
 		}
 	}
-	v := &Verifier{o: o, log: o.Logger, topics: pipeline.TopicsWithPrefix(o.TopicPrefix), pipeCfg: cfg}
+	v := &Verifier{o: o, log: o.Logger, topics: contract.TopicsWithPrefix(o.TopicPrefix), pipeCfg: cfg}
 	// The last windows close once their partitions were idle for
 	// idle_close and their end plus lateness has passed: without the
 	// pipeline's drain metrics, only that long a quiet time is safe.
@@ -207,7 +208,7 @@ func (v *Verifier) Run(ctx context.Context) (err error) {
 	}
 	defer v.cleanWorkDir(workDir, &err)
 
-	var rows []pipeline.Budget
+	var rows []contract.Budget
 	var lines [][]byte
 	if v.o.Budgets != "" {
 		if rows, lines, err = loadBudgets(v.o.Budgets); err != nil {
@@ -356,7 +357,7 @@ func (v *Verifier) waitReady(ctx context.Context, sides []*verifySide) error {
 // loadBudgets writes the budget rows to both clusters and waits until every
 // service of both emitted an output for each (a service that has not seen a
 // campaign's budget yet would treat its first spend differently).
-func (v *Verifier) loadBudgets(ctx context.Context, sides []*verifySide, rows []pipeline.Budget, lines [][]byte) error {
+func (v *Verifier) loadBudgets(ctx context.Context, sides []*verifySide, rows []contract.Budget, lines [][]byte) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -367,7 +368,7 @@ func (v *Verifier) loadBudgets(ctx context.Context, sides []*verifySide, rows []
 	}
 	for _, s := range sides {
 		err := poll(ctx, sides, 250*time.Millisecond, "for the "+s.name+" services to take the budgets", func() (bool, error) {
-			for _, stage := range pipeline.Services() {
+			for _, stage := range contract.Services() {
 				if !slices.Contains(v.pipeCfg.Stages, stage) {
 					continue
 				}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // OutputDiff is one campaign whose output differs between the builds.
@@ -28,14 +28,14 @@ type OutputDiff struct {
 func compareOutputs(base, cand outputs, th Thresholds) []OutputDiff {
 	diffs := append(slices.Clone(base.Bad), cand.Bad...)
 	diffs = append(diffs, compareKeyed("budget-status", base.Status, cand.Status, statusDiffs)...)
-	diffs = append(diffs, compareKeyed("pacing", base.Pacing, cand.Pacing, func(a, b pipeline.Pacing) []OutputDiff {
+	diffs = append(diffs, compareKeyed("pacing", base.Pacing, cand.Pacing, func(a, b contract.Pacing) []OutputDiff {
 		if d := math.Abs(a.Rate - b.Rate); d > th.PacingRateAbs {
 			return []OutputDiff{{Field: "rate", Baseline: fmtFloat(a.Rate), Candidate: fmtFloat(b.Rate),
 				Detail: fmt.Sprintf("differs by %.4f, tolerance %.4f", d, th.PacingRateAbs)}}
 		}
 		return nil
 	})...)
-	diffs = append(diffs, compareKeyed("bid-multipliers", base.Bid, cand.Bid, func(a, b pipeline.BidMultiplier) []OutputDiff {
+	diffs = append(diffs, compareKeyed("bid-multipliers", base.Bid, cand.Bid, func(a, b contract.BidMultiplier) []OutputDiff {
 		if d := relDiff(a.Multiplier, b.Multiplier); d > th.BidMultiplierRel {
 			return []OutputDiff{{Field: "multiplier", Baseline: fmtFloat(a.Multiplier), Candidate: fmtFloat(b.Multiplier),
 				Detail: fmt.Sprintf("differs by %.2f%%, tolerance %.2f%%", 100*d, 100*th.BidMultiplierRel)}}
@@ -45,7 +45,7 @@ func compareOutputs(base, cand outputs, th Thresholds) []OutputDiff {
 	return diffs
 }
 
-func statusDiffs(a, b pipeline.BudgetStatus) []OutputDiff {
+func statusDiffs(a, b contract.BudgetStatus) []OutputDiff {
 	var out []OutputDiff
 	for _, f := range []struct{ field, a, b string }{
 		{"status", a.Status, b.Status},

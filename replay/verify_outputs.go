@@ -11,27 +11,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // outputs are the last value per campaign of the three service outputs of
 // one pipeline (the topics are compacted: the last value is the state).
 type outputs struct {
-	Status map[string]pipeline.BudgetStatus
-	Pacing map[string]pipeline.Pacing
-	Bid    map[string]pipeline.BidMultiplier
+	Status map[string]contract.BudgetStatus
+	Pacing map[string]contract.Pacing
+	Bid    map[string]contract.BidMultiplier
 	// Bad lists output records that do not decode: a regression of their own.
 	Bad []OutputDiff
 }
 
-func outputTopics(t pipeline.Topics) []string {
+func outputTopics(t contract.Topics) []string {
 	return []string{t.BudgetStatus, t.Pacing, t.BidMultipliers}
 }
 
 // readOutputs reads the output topics from their start to their current end.
-func readOutputs(ctx context.Context, brokers []string, t pipeline.Topics, side string) (outputs, error) {
-	out := outputs{Status: map[string]pipeline.BudgetStatus{}, Pacing: map[string]pipeline.Pacing{}, Bid: map[string]pipeline.BidMultiplier{}}
+func readOutputs(ctx context.Context, brokers []string, t contract.Topics, side string) (outputs, error) {
+	out := outputs{Status: map[string]contract.BudgetStatus{}, Pacing: map[string]contract.Pacing{}, Bid: map[string]contract.BidMultiplier{}}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(outputTopics(t)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -72,23 +72,23 @@ func readOutputs(ctx context.Context, brokers []string, t pipeline.Topics, side 
 	return out, nil
 }
 
-func (o *outputs) add(t pipeline.Topics, r *kgo.Record, side string) {
+func (o *outputs) add(t contract.Topics, r *kgo.Record, side string) {
 	key := string(r.Key)
 	var err error
 	switch r.Topic {
 	case t.BudgetStatus:
-		var v pipeline.BudgetStatus
-		if v, err = pipeline.DecodeBudgetStatus(r.Value); err == nil {
+		var v contract.BudgetStatus
+		if v, err = contract.DecodeBudgetStatus(r.Value); err == nil {
 			o.Status[key] = v
 		}
 	case t.Pacing:
-		var v pipeline.Pacing
-		if v, err = pipeline.DecodePacing(r.Value); err == nil {
+		var v contract.Pacing
+		if v, err = contract.DecodePacing(r.Value); err == nil {
 			o.Pacing[key] = v
 		}
 	case t.BidMultipliers:
-		var v pipeline.BidMultiplier
-		if v, err = pipeline.DecodeBidMultiplier(r.Value); err == nil {
+		var v contract.BidMultiplier
+		if v, err = contract.DecodeBidMultiplier(r.Value); err == nil {
 			o.Bid[key] = v
 		}
 	}
@@ -110,24 +110,24 @@ func endOffsetTotal(ctx context.Context, adm *kadm.Client, topics ...string) (in
 	return total, err
 }
 
-// loadBudgets reads a JSON-lines file of pipeline.Budget rows, validating
+// loadBudgets reads a JSON-lines file of contract.Budget rows, validating
 // each; a bad line is an error naming it.
-func loadBudgets(path string) ([]pipeline.Budget, [][]byte, error) {
+func loadBudgets(path string) ([]contract.Budget, [][]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: verify: budgets: %w", err)
 	}
 	defer f.Close()
-	var rows []pipeline.Budget
+	var rows []contract.Budget
 	var lines [][]byte
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), pipeline.MaxValueBytes+1)
+	sc.Buffer(make([]byte, 64<<10), contract.MaxValueBytes+1)
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
-		b, err := pipeline.DecodeBudget(line)
+		b, err := contract.DecodeBudget(line)
 		if err != nil {
 			return nil, nil, fmt.Errorf("replay: verify: budgets %s:%d: %w", path, n, err)
 		}
@@ -141,7 +141,7 @@ func loadBudgets(path string) ([]pipeline.Budget, [][]byte, error) {
 
 // writeBudgets writes budget rows to a cluster's budgets topic, keyed by
 // campaign on goka's partitions, and waits for every acknowledgement.
-func writeBudgets(ctx context.Context, brokers []string, topic string, rows []pipeline.Budget, lines [][]byte) error {
+func writeBudgets(ctx context.Context, brokers []string, topic string, rows []contract.Budget, lines [][]byte) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kafka.GokaPartitioner(), kgo.ProducerLinger(time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("replay: verify: %w", err)

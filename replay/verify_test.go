@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/testbin"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // verifyCampaign is one campaign of the verify test data: its daily budget
@@ -175,7 +175,7 @@ func TestVerifyFailsOnAChangedBudgetRuleAndNamesTheKeys(t *testing.T) {
 		t.Fatalf("differing keys %v, want [camp-b camp-d]\n%s", rep.DifferingKeys, verifyText(rep))
 	}
 	for _, d := range rep.Diffs {
-		if d.Output == "budget-status" && d.Field == "status" && (d.Baseline != pipeline.StatusActive || d.Candidate != pipeline.StatusDailyCapped) {
+		if d.Output == "budget-status" && d.Field == "status" && (d.Baseline != contract.StatusActive || d.Candidate != contract.StatusDailyCapped) {
 			t.Fatalf("diff %+v: want active in the baseline, daily_capped in the candidate", d)
 		}
 	}

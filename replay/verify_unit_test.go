@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 const metricsText = `# TYPE hotpair_stage_event_lag_seconds histogram
@@ -76,18 +75,18 @@ func TestMetricsSumAndLagQuantile(t *testing.T) {
 
 func TestCompareOutputs(t *testing.T) {
 	th := DefaultThresholds()
-	st := func(status string, today int64) pipeline.BudgetStatus {
-		return pipeline.BudgetStatus{Status: status, Day: "2026-11-30", SpentTodayMicros: today, SpentLifetimeMicros: today}
+	st := func(status string, today int64) contract.BudgetStatus {
+		return contract.BudgetStatus{Status: status, Day: "2026-11-30", SpentTodayMicros: today, SpentLifetimeMicros: today}
 	}
 	base := outputs{
-		Status: map[string]pipeline.BudgetStatus{"a": st("active", 5), "b": st("active", 5), "c": st("active", 5), "gone": st("active", 1)},
-		Pacing: map[string]pipeline.Pacing{"a": {Rate: 0.5}, "b": {Rate: 0.5}},
-		Bid:    map[string]pipeline.BidMultiplier{"a": {Multiplier: 1.0}, "b": {Multiplier: 1.0}},
+		Status: map[string]contract.BudgetStatus{"a": st("active", 5), "b": st("active", 5), "c": st("active", 5), "gone": st("active", 1)},
+		Pacing: map[string]contract.Pacing{"a": {Rate: 0.5}, "b": {Rate: 0.5}},
+		Bid:    map[string]contract.BidMultiplier{"a": {Multiplier: 1.0}, "b": {Multiplier: 1.0}},
 	}
 	cand := outputs{
-		Status: map[string]pipeline.BudgetStatus{"a": st("active", 5), "b": st("daily_capped", 5), "c": st("active", 6), "new": st("active", 1)},
-		Pacing: map[string]pipeline.Pacing{"a": {Rate: 0.54}, "b": {Rate: 0.56}},
-		Bid:    map[string]pipeline.BidMultiplier{"a": {Multiplier: 1.04}, "b": {Multiplier: 0.9}},
+		Status: map[string]contract.BudgetStatus{"a": st("active", 5), "b": st("daily_capped", 5), "c": st("active", 6), "new": st("active", 1)},
+		Pacing: map[string]contract.Pacing{"a": {Rate: 0.54}, "b": {Rate: 0.56}},
+		Bid:    map[string]contract.BidMultiplier{"a": {Multiplier: 1.04}, "b": {Multiplier: 0.9}},
 	}
 	var got []string
 	for _, d := range compareOutputs(base, cand, th) {
@@ -186,7 +185,7 @@ func TestNewVerifierRejects(t *testing.T) {
 		}
 	}
 	if _, _, err := loadBudgets(filepath.Join("testdata", "bad-budgets.jsonl")); err == nil || !strings.Contains(err.Error(), ":2:") ||
-		pipeline.ReasonOf(err) != pipeline.ReasonNegativeAmount {
+		contract.ReasonOf(err) != contract.ReasonNegativeAmount {
 		t.Errorf("bad budgets: %v, want a negative_amount error naming line 2", err)
 	}
 }

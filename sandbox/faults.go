@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Fault kinds.
@@ -116,10 +116,10 @@ func parseSpec(spec FaultSpec, window time.Duration) (parsedSpec, error) {
 		FaultKillInstance: true, FaultDeploy: true, FaultSlow: true}
 	needsService := map[string]bool{FaultStall: true, FaultFlap: true, FaultKillInstance: true, FaultSlow: true}
 	switch {
-	case needsSide[spec.Kind] && !pipeline.IsSide(spec.Side):
+	case needsSide[spec.Kind] && !contract.IsSide(spec.Side):
 		return bad("%s needs --side primary or standby, got %q", spec.Kind, spec.Side)
-	case needsService[spec.Kind] && !pipeline.IsStage(spec.Service):
-		return bad("%s needs --service, one of %v, got %q", spec.Kind, pipeline.Stages(), spec.Service)
+	case needsService[spec.Kind] && !contract.IsStage(spec.Service):
+		return bad("%s needs --service, one of %v, got %q", spec.Kind, contract.Stages(), spec.Service)
 	case spec.Kind == FaultLag && p.lag == 0:
 		return bad("lag needs --lag, e.g. 90s")
 	case spec.Kind == FaultDeploy && strings.TrimSpace(spec.Build) == "":

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/core/history"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // saveHistory writes to path the health samples both clusters received
@@ -25,7 +25,7 @@ func (s *Sandbox) saveHistory(ctx context.Context, path string) (int, time.Time,
 	defer cancel()
 	var all []core.Record
 	var until time.Time
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		recs, _, err := history.ReadTopic(ctx, history.TopicOptions{Brokers: s.clusters[side].brokers(), Side: side,
 			Since: s.monitorsFrom, ClientID: "hotpair-sandbox-history"})
 		if err != nil {

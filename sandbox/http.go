@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/httpserver"
 	"github.com/hotpair/hotpair/pipeline"
 	"github.com/hotpair/hotpair/selector"
@@ -107,7 +108,7 @@ type State struct {
 func (s *Sandbox) State() State {
 	st := State{Addresses: s.Addresses(), Uptime: time.Since(s.started).Round(time.Second).String(),
 		Active: map[string]string{}, Faults: s.Faults()}
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		st.Active[svc] = s.Active(svc)
 	}
 	if _, m := s.monitors.leader(); m != nil {

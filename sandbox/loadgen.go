@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/pipeline"
 	"github.com/hotpair/hotpair/selector"
 )
@@ -25,7 +26,7 @@ type campaign struct {
 	Weight      float64
 	PriceMicros int64
 	// Budget is the row written to the budgets topic (nil: none).
-	Budget *pipeline.Budget
+	Budget *contract.Budget
 }
 
 // loadGen stands in for the ads servers. For every simulated ad request it
@@ -99,7 +100,7 @@ func newCampaigns(zones []string, n int, qps float64, now time.Time, rng *rand.R
 		// Expected spend per second at rate 1: requests × chance to be a
 		// candidate × price (10% clicks at 5× the price).
 		perSec := qps * candidatesPerRequest * c.Weight / total * float64(c.PriceMicros) * 1.4
-		loc, err := pipeline.LoadZone(c.Timezone)
+		loc, err := contract.LoadZone(c.Timezone)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: campaign %s: %w (is the time zone database installed? apt-get install tzdata)", c.ID, err)
 		}
@@ -107,7 +108,7 @@ func newCampaigns(zones []string, n int, qps float64, now time.Time, rng *rand.R
 		y, m, d := l.Date()
 		left := time.Date(y, m, d+1, 0, 0, 0, 0, loc).Sub(now).Seconds()
 		daily := perSec * left * factors[i%len(factors)]
-		b := &pipeline.Budget{V: 1, Campaign: c.ID, Advertiser: c.Advertiser, DailyMicros: int64(daily), Timezone: c.Timezone}
+		b := &contract.Budget{V: 1, Campaign: c.ID, Advertiser: c.Advertiser, DailyMicros: int64(daily), Timezone: c.Timezone}
 		switch i % 10 {
 		case 3:
 			b.DailyMicros = int64(perSec * 60) // caps within about a minute
@@ -221,12 +222,12 @@ func (g *loadGen) request(now time.Time) {
 
 func (g *loadGen) emit(now time.Time, c selector.Candidate) {
 	cp := g.byID[c.Campaign]
-	typ, price := pipeline.EventImpression, float64(cp.PriceMicros)
+	typ, price := contract.EventImpression, float64(cp.PriceMicros)
 	if g.rng.Float64() < 0.1 {
-		typ, price = pipeline.EventClick, 5*price
+		typ, price = contract.EventClick, 5*price
 	}
 	g.seq++
-	ev := pipeline.AdEvent{V: 1, ID: fmt.Sprintf("sbx-%d", g.seq), Type: typ, Campaign: cp.ID,
+	ev := contract.AdEvent{V: 1, ID: fmt.Sprintf("sbx-%d", g.seq), Type: typ, Campaign: cp.ID,
 		Advertiser: cp.Advertiser, PriceMicros: int64(math.Round(price * c.Multiplier)), TS: now.UTC()}
 	b, _ := json.Marshal(ev)
 	g.in.Write("ad-events", []byte(ev.Campaign), b, nil, now)
@@ -240,7 +241,7 @@ func (g *loadGen) onLost(side string, r *kgo.Record, _ error) {
 	if r.Topic != g.prefix+"ad-events" {
 		return
 	}
-	ev, err := pipeline.DecodeAdEvent(r.Value)
+	ev, err := contract.DecodeAdEvent(r.Value)
 	if err != nil {
 		return
 	}

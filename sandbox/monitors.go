@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor"
-	"github.com/hotpair/hotpair/pipeline"
 	"github.com/hotpair/hotpair/selector"
 )
 
@@ -211,7 +211,7 @@ func (s *Sandbox) watchVerdicts(ctx context.Context) error {
 					s.events.add(Event{Kind: EventStagger, Service: svc.Service, Detail: v})
 				}
 			}
-			for _, side := range pipeline.Sides() {
+			for _, side := range contract.Sides() {
 				v, ok := svc.Local.Sides[side]
 				if !ok {
 					continue

@@ -24,9 +24,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zkserver"
-	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/pipeline"
 	"github.com/hotpair/hotpair/selector"
@@ -116,7 +115,7 @@ type Options struct {
 
 func (o *Options) applyDefaults() {
 	if o.ZKRoot == "" {
-		o.ZKRoot = znode.DefaultRoot
+		o.ZKRoot = contract.DefaultRoot
 	}
 	if o.HTTP == "" {
 		o.HTTP = "127.0.0.1:9400"
@@ -184,7 +183,7 @@ type Sandbox struct {
 	regs     *registries
 	httpAddr string
 
-	monitorCreds, operatorCreds *zkutil.Credentials
+	monitorCreds, operatorCreds *contract.Credentials
 	started                     time.Time
 	monitorsFrom                time.Time // when the monitors started: the history they judged begins
 
@@ -204,8 +203,8 @@ func New(o Options) (*Sandbox, error) {
 	s.faults = newFaults(s)
 	s.monitors = newReplicas(s)
 	if !o.Insecure {
-		s.monitorCreds = &zkutil.Credentials{User: "hotpair-monitor", Password: secret()}
-		s.operatorCreds = &zkutil.Credentials{User: "hotpair-operator", Password: secret()}
+		s.monitorCreds = &contract.Credentials{User: "hotpair-monitor", Password: secret()}
+		s.operatorCreds = &contract.Credentials{User: "hotpair-operator", Password: secret()}
 	}
 	return s, nil
 }
@@ -219,14 +218,14 @@ func secret() string {
 // Addresses returns where the parts listen (complete once Run reported ready).
 func (s *Sandbox) Addresses() Addresses {
 	a := Addresses{ZK: s.zkAddr, ZKRoot: s.opts.ZKRoot, HTTP: s.httpAddr}
-	if c := s.clusters[pipeline.SidePrimary]; c != nil {
+	if c := s.clusters[contract.SidePrimary]; c != nil {
 		a.PrimaryBrokers = c.brokers()
 	}
-	if c := s.clusters[pipeline.SideStandby]; c != nil {
+	if c := s.clusters[contract.SideStandby]; c != nil {
 		a.StandbyBrokers = c.brokers()
 	}
 	if s.operatorCreds != nil {
-		a.OperatorAuth = s.operatorCreds.String()
+		a.OperatorAuth = s.operatorCreds.Digest()
 	}
 	return a
 }
@@ -336,7 +335,7 @@ func (s *Sandbox) startZK(ctx context.Context) error {
 }
 
 func (s *Sandbox) startClusters(context.Context) error {
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		c, err := startCluster(side, filepath.Join(s.dir, "kafka-"+side))
 		if err != nil {
 			return err
@@ -348,13 +347,13 @@ func (s *Sandbox) startClusters(context.Context) error {
 }
 
 func (s *Sandbox) startPipelines(context.Context) error {
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		if err := s.startPipeline(side, ""); err != nil {
 			return err
 		}
 	}
 	s.onStop(func() {
-		for _, side := range pipeline.Sides() {
+		for _, side := range contract.Sides() {
 			if run := s.pipeRunOf(side); run != nil {
 				run.halt()
 			}
@@ -482,8 +481,8 @@ func (ps sidePipes) Ready() bool {
 func (s *Sandbox) startIngest(context.Context) error {
 	in, err := pipeline.NewIngester(pipeline.IngestOptions{
 		Clusters: map[string][]string{
-			pipeline.SidePrimary: s.clusters[pipeline.SidePrimary].brokers(),
-			pipeline.SideStandby: s.clusters[pipeline.SideStandby].brokers(),
+			contract.SidePrimary: s.clusters[contract.SidePrimary].brokers(),
+			contract.SideStandby: s.clusters[contract.SideStandby].brokers(),
 		},
 		Buffer: s.opts.IngestBuffer, DeliveryTimeout: 10 * time.Minute,
 		OnLost: func(side string, r *kgo.Record, err error) {
@@ -538,11 +537,11 @@ func (s *Sandbox) monitorConfig(i int) monitor.Config {
 	c.ID = fmt.Sprintf("sandbox-monitor-%d", i+1)
 	c.ZK.Servers, c.ZK.Root, c.ZK.SessionTimeout = []string{s.zkAddr}, s.opts.ZKRoot, t.ZKSession
 	if s.monitorCreds != nil {
-		c.ZK.Auth = s.monitorCreds.String()
+		c.ZK.Auth = s.monitorCreds.Digest()
 		c.ZK.OperatorUser = monitor.DigestID(*s.operatorCreds)
 	}
-	c.Clusters.Primary.Brokers = s.clusters[pipeline.SidePrimary].brokers()
-	c.Clusters.Standby.Brokers = s.clusters[pipeline.SideStandby].brokers()
+	c.Clusters.Primary.Brokers = s.clusters[contract.SidePrimary].brokers()
+	c.Clusters.Standby.Brokers = s.clusters[contract.SideStandby].brokers()
 	c.HTTP.Listen = "off"
 	c.Window, c.Decision.Grace = t.Window, t.Grace
 	c.Rules.SampleInterval, c.Rules.PartitionGrace = t.SampleInterval, t.PartitionGrace
@@ -561,8 +560,8 @@ func (s *Sandbox) startReadSide(ctx context.Context) error {
 		return err
 	}
 	views, err := selector.NewViews(
-		selector.WithCluster(selector.Primary, s.clusters[pipeline.SidePrimary].brokers()...),
-		selector.WithCluster(selector.Standby, s.clusters[pipeline.SideStandby].brokers()...),
+		selector.WithCluster(selector.Primary, s.clusters[contract.SidePrimary].brokers()...),
+		selector.WithCluster(selector.Standby, s.clusters[contract.SideStandby].brokers()...),
 		selector.WithLogger(log), selector.WithRegisterer(reg))
 	if err != nil {
 		return err
@@ -620,7 +619,7 @@ func (s *Sandbox) waitUntil(ctx context.Context, timeout time.Duration, what str
 // budgetsApplied reports whether both sides' pipelines have recovered and
 // the views of both sides hold a budget status for every budgeted campaign.
 func (s *Sandbox) budgetsApplied() bool {
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		if !s.pipe(side).Ready() {
 			return false
 		}

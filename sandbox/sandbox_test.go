@@ -15,11 +15,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/zkserver"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 func registeredInstances(t *testing.T, a Addresses, side, stage string) int {
@@ -218,16 +218,16 @@ func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, w
 	m := sb.monitors.any()
 	changestest.WaitFor(t, m.Changes(), time.Minute, "the stalled primary budget enforcer published unhealthy", func() bool {
 		for _, ss := range m.Status().Services {
-			if ss.Service == pipeline.StageBudget && ss.Selection != nil {
-				primary, judged := ss.Selection.Sides[pipeline.SidePrimary]
-				return judged && !primary.Healthy && ss.Selection.Sides[pipeline.SideStandby].Healthy
+			if ss.Service == contract.StageBudget && ss.Selection != nil {
+				primary, judged := ss.Selection.Sides[contract.SidePrimary]
+				return judged && !primary.Healthy && ss.Selection.Sides[contract.SideStandby].Healthy
 			}
 		}
 		return false
 	})
 	call("GET", "/api/v1/gate?side=standby&held=1ms", "", http.StatusConflict, &a)
 	for _, rule := range []core.GateRule{core.GateOtherSideUnhealthy, core.GateOnlyHealthySide} {
-		if !slices.ContainsFunc(a.Failing, func(r core.GateReason) bool { return r.Rule == rule && r.Service == pipeline.StageBudget }) {
+		if !slices.ContainsFunc(a.Failing, func(r core.GateReason) bool { return r.Rule == rule && r.Service == contract.StageBudget }) {
 			t.Fatalf("the gate does not refuse the standby with %s on budget: %+v", rule, a.Reasons)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // slowSideLag is how late the slow-side scenario's records reach primary:
@@ -39,7 +39,7 @@ func slowSide(r *run) {
 	var seen []string
 	_, ok = r.waitFor(limit, func() bool {
 		seen = seen[:0]
-		for _, svc := range pipeline.Services() {
+		for _, svc := range contract.Services() {
 			p, okP := r.verdict(svc, primary)
 			s, okS := r.verdict(svc, standby)
 			if !okP || !okS || !failing(p, "lag_high") || failing(p, "input_rate_low") || p.QPS < 0.5*s.QPS {
@@ -58,17 +58,17 @@ func slowSide(r *run) {
 	hold := r.t.Grace + r.window(2)
 	_, ok = r.holds(hold, r.allOn(standby))
 	n := 0
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		n += r.switches(svc, start)
 	}
 	r.check("no return while the lag lasts", ok && n == 3, "every service stayed on standby for %s after primary's records came back %s late (grace %s); %d switch(es) in all",
 		hold, slowSideLag, r.t.Grace, n)
 	healed := time.Now()
 	r.heal(f)
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		r.returnsAfterGrace(svc, healed)
 	}
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		r.check(svc+": two switches", r.switches(svc, start) == 2, "%s switched %d times (away and back)", svc, r.switches(svc, start))
 	}
 }
@@ -86,8 +86,8 @@ func overload(r *run) {
 	r.steady("both sides healthy before the overload")
 	usual := r.aggregatorRate(r.window(2))
 	capRate := math.Round(1.5 * usual)
-	for _, side := range pipeline.Sides() {
-		r.inject(FaultSpec{Kind: FaultSlow, Service: pipeline.StageAggregator, Side: side, Rate: capRate})
+	for _, side := range contract.Sides() {
+		r.inject(FaultSpec{Kind: FaultSlow, Service: contract.StageAggregator, Side: side, Rate: capRate})
 	}
 	r.event(EventInfo, "", "", "both aggregators capped at %g ad events/s, 1.5 times the usual %.0f/s", capRate, usual)
 	_, ok := r.holds(r.window(2), func() bool { return r.allOn(primary)() && !r.anyDegraded() })
@@ -100,8 +100,8 @@ func overload(r *run) {
 	lagHigh, degradedAt := map[string]time.Time{}, map[string]time.Time{}
 	_, ok = r.waitFor(time.Minute, func() bool {
 		peak.observe(r)
-		for _, svc := range pipeline.Services() {
-			for _, side := range pipeline.Sides() {
+		for _, svc := range contract.Services() {
+			for _, side := range contract.Sides() {
 				if v, ok := r.verdict(svc, side); ok && failing(v, "lag_high") && lagHigh[svc].IsZero() {
 					lagHigh[svc] = time.Now()
 				}
@@ -110,10 +110,10 @@ func overload(r *run) {
 				degradedAt[svc] = time.Now()
 			}
 		}
-		return len(degradedAt) == len(pipeline.Services())
+		return len(degradedAt) == len(contract.Services())
 	})
 	in2, within := ok, []string{}
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		took := degradedAt[svc].Sub(lagHigh[svc])
 		in2 = in2 && !lagHigh[svc].IsZero() && took <= r.window(2)
 		within = append(within, fmt.Sprintf("%s %s after its first lag_high (%s after the surge)", svc,
@@ -134,7 +134,7 @@ func overload(r *run) {
 	r.steady(fmt.Sprintf("both sides keep up again (%s after the traffic dropped)", time.Since(dropped).Round(100*time.Millisecond)))
 	r.heal(drop)
 	n := 0
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		n += r.switches(svc, start)
 	}
 	r.check("no switch", n == 0 && r.allOn(primary)(), "%d switches in %s of overload and recovery", n, time.Since(start).Round(100*time.Millisecond))
@@ -165,7 +165,7 @@ func failing(v monitor.SideVerdict, rule string) bool {
 }
 
 func (r *run) allDegraded() bool {
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		if !r.s.Degraded(svc) {
 			return false
 		}
@@ -174,7 +174,7 @@ func (r *run) allDegraded() bool {
 }
 
 func (r *run) anyDegraded() bool {
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		if r.s.Degraded(svc) {
 			return true
 		}
@@ -184,17 +184,17 @@ func (r *run) anyDegraded() bool {
 
 // aggregatorRate measures primary's aggregator input over d, in events/s.
 func (r *run) aggregatorRate(d time.Duration) float64 {
-	before := r.s.stageEvents(primary, pipeline.StageAggregator)
+	before := r.s.stageEvents(primary, contract.StageAggregator)
 	r.sleep(d)
-	return (r.s.stageEvents(primary, pipeline.StageAggregator) - before) / d.Seconds()
+	return (r.s.stageEvents(primary, contract.StageAggregator) - before) / d.Seconds()
 }
 
 // peaks are the largest lags the leading monitor reported during a scenario.
 type peaks struct{ service, aggregator int64 }
 
 func (p *peaks) observe(r *run) {
-	for _, svc := range pipeline.Services() {
-		for _, side := range pipeline.Sides() {
+	for _, svc := range contract.Services() {
+		for _, side := range contract.Sides() {
 			if v, ok := r.verdict(svc, side); ok {
 				p.service, p.aggregator = max(p.service, v.LagP99Ms), max(p.aggregator, v.AggregatorLagP99Ms)
 			}

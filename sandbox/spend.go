@@ -6,10 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // SideSpend compares one side's spend with the load generator's ground truth.
@@ -81,7 +80,7 @@ func okAll(ss []SideSpend) bool {
 func (s *Sandbox) compareSpend(ctx context.Context) []SideSpend {
 	truth, lost, lostRecs := s.loadGen().groundTruth()
 	var out []SideSpend
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		observed, err := s.lifetimeSpend(ctx, side)
 		ss := SideSpend{Side: side, LostEvents: lostRecs[side]}
 		for c, written := range truth {
@@ -147,7 +146,7 @@ func (s *Sandbox) lifetimeSpend(ctx context.Context, side string) (map[string]in
 			return nil, fmt.Errorf("reading %s of %s: %w", topic, side, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if st, err := pipeline.DecodeBudgetStatus(r.Value); err == nil {
+			if st, err := contract.DecodeBudgetStatus(r.Value); err == nil {
 				out[st.Campaign] = st.SpentLifetimeMicros
 			}
 			if end, ok := want[r.Partition]; ok && r.Offset+1 >= end {

@@ -15,9 +15,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zktest"
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Hot path: Active, against the cheapest possible snapshot read (a plain
@@ -279,7 +278,7 @@ func BenchmarkViewApply(b *testing.B) {
 	keys := make([][]byte, len(recs))
 	for i := range recs {
 		keys[i] = []byte(fmt.Sprintf("cmp-%012d", i))
-		recs[i], _ = pipeline.Encode(pipeline.Pacing{V: 1, Campaign: string(keys[i]), Rate: 0.5, TargetMicros: 1000, ActualMicros: 900, UpdatedAt: testNow})
+		recs[i], _ = contract.Encode(contract.Pacing{V: 1, Campaign: string(keys[i]), Rate: 0.5, TargetMicros: 1000, ActualMicros: 900, UpdatedAt: testNow})
 	}
 	b.Run("decode+store", func(b *testing.B) {
 		b.ReportAllocs()
@@ -292,7 +291,7 @@ func BenchmarkViewApply(b *testing.B) {
 	b.Run("baseline/decode", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			if _, err := pipeline.DecodePacing(recs[i%len(recs)]); err != nil {
+			if _, err := contract.DecodePacing(recs[i%len(recs)]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -315,7 +314,7 @@ func BenchmarkWatchPropagation(b *testing.B) {
 		var lat []time.Duration
 		for b.Loop() {
 			epoch++
-			data, _ := znode.Encode(selection(Budget, Side(1+epoch%2), epoch))
+			data, _ := contract.Encode(selection(Budget, Side(1+epoch%2), epoch))
 			snap := sel.Snapshot()
 			start := time.Now()
 			if _, err := w.conn.Set(path, data, -1); err != nil {

@@ -15,12 +15,12 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // testRoot returns a root path of the test's own on a shared server.
@@ -34,13 +34,13 @@ func testRoot(t testing.TB) string {
 type zkWriter struct {
 	t     testing.TB
 	conn  *zk.Conn
-	paths znode.Paths
+	paths contract.Paths
 }
 
 func newZKWriter(t testing.TB, addr, root string) *zkWriter {
 	t.Helper()
 	conn := zktest.Conn(t, addr, nil)
-	w := &zkWriter{t: t, conn: conn, paths: znode.NewPaths(root)}
+	w := &zkWriter{t: t, conn: conn, paths: contract.NewPaths(root)}
 	if err := zkutil.EnsurePath(conn, w.paths.SelectionDir(), zkutil.OpenACL()); err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +48,12 @@ func newZKWriter(t testing.TB, addr, root string) *zkWriter {
 }
 
 // selection is the document the monitor would write.
-func selection(svc Service, side Side, epoch int64) znode.Selection {
+func selection(svc Service, side Side, epoch int64) contract.Selection {
 	now := time.Now().UTC()
-	return znode.Selection{
-		V: znode.Version, Service: svc.String(), Active: side.String(), Preferred: "primary",
+	return contract.Selection{
+		V: contract.ZNodeVersion, Service: svc.String(), Active: side.String(), Preferred: "primary",
 		Epoch: epoch, DecidedAt: now, Reason: fmt.Sprintf("test sets %s", side),
-		Sides: map[string]znode.SideState{
+		Sides: map[string]contract.SideState{
 			"primary": {Healthy: side == Primary, HealthySince: &now},
 			"standby": {Healthy: true, HealthySince: &now},
 		},
@@ -63,7 +63,7 @@ func selection(svc Service, side Side, epoch int64) znode.Selection {
 // set writes a selection of svc.
 func (w *zkWriter) set(svc Service, side Side, epoch int64) {
 	w.t.Helper()
-	b, err := znode.Encode(selection(svc, side, epoch))
+	b, err := contract.Encode(selection(svc, side, epoch))
 	if err != nil {
 		w.t.Fatal(err)
 	}

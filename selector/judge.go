@@ -3,21 +3,21 @@ package selector
 import (
 	"fmt"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // This file is the pure core of the watcher: what one read of a selection
 // znode means for the snapshot. No I/O, no clock; the shell in selector.go
 // reads, calls judge, and carries out the verdict.
 
-// read is one read of a selection znode.
+// read is one read of a selection contract.
 type read struct {
 	exists bool
 	mzxid  int64 // zxid of the write that produced data
 	data   []byte
 }
 
-// znodeState is what the watcher remembers of one service's znode.
+// znodeState is what the watcher remembers of one service's contract.
 type znodeState struct {
 	applied  int64 // mzxid of the selection the snapshot holds; 0 while default
 	rejected int64 // mzxid of the last content rejected
@@ -49,13 +49,13 @@ func (v verdict) String() string {
 	return [...]string{"unset", "apply", "same", "rejected", "rejected_again", "deleted", "missing"}[v]
 }
 
-// fresh reports whether after this verdict the snapshot matches the znode.
+// fresh reports whether after this verdict the snapshot matches the contract.
 func (v verdict) fresh() bool { return v == verdictApply || v == verdictSame }
 
 // judge decides what read r of svc's znode means, given what was known
 // before. On verdictApply it returns the decoded selection and its side; on
 // verdictRejected the reason it is not valid.
-func judge(st znodeState, svc Service, r read) (znodeState, verdict, *znode.Selection, Side, error) {
+func judge(st znodeState, svc Service, r read) (znodeState, verdict, *contract.Selection, Side, error) {
 	if !r.exists {
 		wasThere := !st.missing && (st.applied != 0 || st.rejected != 0)
 		st.missing = true
@@ -81,13 +81,13 @@ func judge(st znodeState, svc Service, r read) (znodeState, verdict, *znode.Sele
 }
 
 // decodeFor decodes a selection and checks that it is svc's.
-func decodeFor(svc Service, b []byte) (*znode.Selection, Side, error) {
-	doc, err := znode.DecodeSelection(b)
+func decodeFor(svc Service, b []byte) (*contract.Selection, Side, error) {
+	doc, err := contract.DecodeSelection(b)
 	if err != nil {
 		return nil, 0, err
 	}
 	if doc.Service != "" && doc.Service != svc.String() {
-		return nil, 0, fmt.Errorf("%w: service=%q in the znode of %s", znode.ErrInvalid, doc.Service, svc)
+		return nil, 0, fmt.Errorf("%w: service=%q in the znode of %s", contract.ErrInvalidDocument, doc.Service, svc)
 	}
 	side, err := ParseSide(doc.Active)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 )
 
 const (
@@ -69,7 +69,7 @@ func TestJudge(t *testing.T) {
 			if (v == verdictApply) != (doc != nil) {
 				t.Errorf("doc = %v for verdict %s", doc, v)
 			}
-			if v == verdictRejected && !errors.Is(err, znode.ErrInvalid) && !errors.Is(err, ErrUnknownSide) {
+			if v == verdictRejected && !errors.Is(err, contract.ErrInvalidDocument) && !errors.Is(err, ErrUnknownSide) {
 				t.Errorf("rejection error %v does not say why", err)
 			}
 			if v.fresh() != (v == verdictApply || v == verdictSame) {

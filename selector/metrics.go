@@ -1,10 +1,9 @@
 package selector
 
 import (
+	"github.com/hotpair/hotpair/contract"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // metrics are the Selector's metrics.
@@ -136,7 +135,7 @@ func newViewsMetrics(reg prometheus.Registerer, v *Views) *viewsMetrics {
 		m.misses[svc] = misses.WithLabelValues(svc.String())
 		for _, side := range []Side{Primary, Standby} {
 			m.fallbacks[svc][side] = fallbacks.WithLabelValues(svc.String(), side.String())
-			m.records[side][svc] = records.WithLabelValues(side.String(), pipeline.TopicsWithPrefix(v.cfg.prefix).Output(svc.String()))
+			m.records[side][svc] = records.WithLabelValues(side.String(), contract.TopicsWithPrefix(v.cfg.prefix).Output(svc.String()))
 		}
 	}
 	f.NewGaugeFunc(prometheus.GaugeOpts{

@@ -7,8 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Option configures a Selector (New).
@@ -68,7 +67,7 @@ type cfg struct {
 	services       []Service
 	defaultSide    Side
 	sessionTimeout time.Duration
-	auth           *zkutil.Credentials
+	auth           *contract.Credentials
 	retryMin       time.Duration
 	retryMax       time.Duration
 }
@@ -76,7 +75,7 @@ type cfg struct {
 func defaultCfg() cfg {
 	return cfg{
 		common:         defaultCommon(),
-		root:           znode.DefaultRoot,
+		root:           contract.DefaultRoot,
 		services:       Services(),
 		defaultSide:    Primary,
 		sessionTimeout: 10 * time.Second,
@@ -109,7 +108,7 @@ func WithSessionTimeout(d time.Duration) Option {
 
 // WithAuth adds a digest identity to the ZooKeeper session, for ensembles
 // where the selection is not world-readable. Default none.
-func WithAuth(c *zkutil.Credentials) Option { return selectorOpt(func(cf *cfg) { cf.auth = c }) }
+func WithAuth(c *contract.Credentials) Option { return selectorOpt(func(cf *cfg) { cf.auth = c }) }
 
 // WithRetryBackoff sets the bounds of the backoff between failed reads of a
 // znode while the session is up. Default 100ms to 5s.

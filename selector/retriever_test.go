@@ -5,9 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // offlineViews returns views that are never run; tests fill them with load.
@@ -23,7 +22,7 @@ func offlineViews(t testing.TB, opts ...ViewsOption) *Views {
 // load applies one record to side's view as its consumer would.
 func load(t testing.TB, v *Views, side Side, svc Service, campaign string, value any) {
 	t.Helper()
-	b, err := pipeline.Encode(value)
+	b, err := contract.Encode(value)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,28 +34,28 @@ func load(t testing.TB, v *Views, side Side, svc Service, campaign string, value
 func loadCampaign(t testing.TB, v *Views, side Side, campaign, status string, rate, mult float64) {
 	t.Helper()
 	if status != "" {
-		load(t, v, side, Budget, campaign, pipeline.BudgetStatus{V: 1, Campaign: campaign, Status: status, Day: "2026-03-14", UpdatedAt: testNow})
+		load(t, v, side, Budget, campaign, contract.BudgetStatus{V: 1, Campaign: campaign, Status: status, Day: "2026-03-14", UpdatedAt: testNow})
 	}
 	if rate >= 0 {
-		load(t, v, side, Pacer, campaign, pipeline.Pacing{V: 1, Campaign: campaign, Rate: rate, UpdatedAt: testNow})
+		load(t, v, side, Pacer, campaign, contract.Pacing{V: 1, Campaign: campaign, Rate: rate, UpdatedAt: testNow})
 	}
 	if mult >= 0 {
-		load(t, v, side, Bidder, campaign, pipeline.BidMultiplier{V: 1, Campaign: campaign, Multiplier: mult, UpdatedAt: testNow})
+		load(t, v, side, Bidder, campaign, contract.BidMultiplier{V: 1, Campaign: campaign, Multiplier: mult, UpdatedAt: testNow})
 	}
 }
 
 func TestRetrieverFiltersCappedCampaignsAndFollowsTheTag(t *testing.T) {
 	v := offlineViews(t)
 	// primary and standby disagree, as two pipelines do when one is broken.
-	loadCampaign(t, v, Primary, "active", pipeline.StatusActive, 0.5, 1.5)
-	loadCampaign(t, v, Standby, "active", pipeline.StatusDailyCapped, 0.6, 1.6)
-	loadCampaign(t, v, Primary, "nobudget", pipeline.StatusNoBudget, 0.4, 1.4)
-	loadCampaign(t, v, Standby, "nobudget", pipeline.StatusNoBudget, 0.4, 1.4)
-	loadCampaign(t, v, Primary, "daily", pipeline.StatusDailyCapped, 0, 1)
-	loadCampaign(t, v, Standby, "daily", pipeline.StatusDailyCapped, 0, 1)
-	loadCampaign(t, v, Primary, "lifetime", pipeline.StatusLifetimeCapped, 0, 1)
-	loadCampaign(t, v, Standby, "lifetime", pipeline.StatusActive, 1, 1)
-	loadCampaign(t, v, Standby, "standbyonly", pipeline.StatusActive, 0.2, 2.5)
+	loadCampaign(t, v, Primary, "active", contract.StatusActive, 0.5, 1.5)
+	loadCampaign(t, v, Standby, "active", contract.StatusDailyCapped, 0.6, 1.6)
+	loadCampaign(t, v, Primary, "nobudget", contract.StatusNoBudget, 0.4, 1.4)
+	loadCampaign(t, v, Standby, "nobudget", contract.StatusNoBudget, 0.4, 1.4)
+	loadCampaign(t, v, Primary, "daily", contract.StatusDailyCapped, 0, 1)
+	loadCampaign(t, v, Standby, "daily", contract.StatusDailyCapped, 0, 1)
+	loadCampaign(t, v, Primary, "lifetime", contract.StatusLifetimeCapped, 0, 1)
+	loadCampaign(t, v, Standby, "lifetime", contract.StatusActive, 1, 1)
+	loadCampaign(t, v, Standby, "standbyonly", contract.StatusActive, 0.2, 2.5)
 	loadCampaign(t, v, Primary, "nostatus", "", 0.9, -1) // pacing only
 
 	cases := []struct {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // Selector watches the selection znode of every configured service and keeps
@@ -27,7 +27,7 @@ import (
 // logged, and never changes a side.
 type Selector struct {
 	cfg     cfg
-	paths   znode.Paths
+	paths   contract.Paths
 	log     *slog.Logger
 	m       *metrics
 	started time.Time
@@ -73,7 +73,7 @@ func New(servers []string, opts ...Option) (*Selector, error) {
 	}
 	s := &Selector{
 		cfg:     c,
-		paths:   znode.NewPaths(c.root),
+		paths:   contract.NewPaths(c.root),
 		log:     c.logger.With("component", "selector"),
 		started: c.now(),
 		upFlip:  make(chan struct{}),
@@ -309,7 +309,7 @@ func (s *Selector) apply(svc Service, r read, now time.Time) {
 }
 
 // install puts a new selection of svc into the snapshot (s.mu held).
-func (s *Selector) install(svc Service, side Side, doc *znode.Selection, now time.Time) {
+func (s *Selector) install(svc Service, side Side, doc *contract.Selection, now time.Time) {
 	old := s.snap.Load()
 	n := old.with(svc, side, doc, now)
 	s.snap.Store(n)
@@ -356,12 +356,12 @@ type ServiceStatus struct {
 	Default bool `json:"default"`
 	// Watched is false for a service the selector was not configured for.
 	Watched bool `json:"watched"`
-	// Fresh: connected, watching, and the snapshot matches the znode.
+	// Fresh: connected, watching, and the snapshot matches the contract.
 	Fresh bool `json:"fresh"`
 	// AgeSeconds is how long the snapshot has not been known to match ZooKeeper.
-	AgeSeconds float64          `json:"age_seconds"`
-	ReadAt     *time.Time       `json:"read_at,omitempty"`
-	Selection  *znode.Selection `json:"selection,omitempty"`
+	AgeSeconds float64             `json:"age_seconds"`
+	ReadAt     *time.Time          `json:"read_at,omitempty"`
+	Selection  *contract.Selection `json:"selection,omitempty"`
 }
 
 // Status is the selector's state for people and for HTTP clients.

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zkserver"
 	"github.com/hotpair/hotpair/internal/zktest"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // waitChange waits until the snapshot with tag from has been replaced.
@@ -273,5 +273,5 @@ func TestWatchesComeBackAfterSessionExpiry(t *testing.T) {
 	if got := sel.Snapshot().TagString(); !strings.HasPrefix(got, "1.p3.") {
 		t.Fatalf("tag = %s", got)
 	}
-	_ = znode.Version
+	_ = contract.ZNodeVersion
 }

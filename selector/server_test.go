@@ -13,7 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // offlineSelector is a selector that is never run; tests feed it reads the
@@ -32,7 +32,7 @@ func offlineSelector(t testing.TB) (*Selector, *prometheus.Registry) {
 // feed applies a selection as if the watch of svc had read it.
 func feed(t testing.TB, sel *Selector, svc Service, side Side, epoch int64) {
 	t.Helper()
-	b, err := znode.Encode(selection(svc, side, epoch))
+	b, err := contract.Encode(selection(svc, side, epoch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestServerLongPoll(t *testing.T) {
 		start = time.Now()
 		go func() { done <- get(h, "/v1/selection?wait=10s&tag=1.s2.p.p") }()
 		time.Sleep(time.Second)
-		b, _ := znode.Encode(selection(Budget, Standby, 2))
+		b, _ := contract.Encode(selection(Budget, Standby, 2))
 		sel.apply(Budget, read{exists: true, mzxid: 999, data: b}, time.Now())
 		<-done
 		if time.Since(start) != 10*time.Second {

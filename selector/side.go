@@ -3,7 +3,7 @@ package selector
 import (
 	"fmt"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Side is one of the two pipelines. The zero value is unset.
@@ -19,9 +19,9 @@ const (
 func (s Side) String() string {
 	switch s {
 	case Primary:
-		return pipeline.SidePrimary
+		return contract.SidePrimary
 	case Standby:
-		return pipeline.SideStandby
+		return contract.SideStandby
 	}
 	return "unset"
 }
@@ -40,9 +40,9 @@ func (s Side) Other() Side {
 // ParseSide parses "primary" or "standby".
 func ParseSide(s string) (Side, error) {
 	switch s {
-	case pipeline.SidePrimary:
+	case contract.SidePrimary:
 		return Primary, nil
-	case pipeline.SideStandby:
+	case contract.SideStandby:
 		return Standby, nil
 	}
 	return 0, fmt.Errorf("%w: %q (want primary or standby)", ErrUnknownSide, s)
@@ -65,16 +65,16 @@ const NumServices = 3
 // Services returns every service, in tag order.
 func Services() []Service { return []Service{Budget, Pacer, Bidder} }
 
-// String returns the service's name as in pipeline.Services ("budget",
+// String returns the service's name as in contract.Services ("budget",
 // "pacer", "bidder"), or "unset".
 func (s Service) String() string {
 	switch s {
 	case Budget:
-		return pipeline.StageBudget
+		return contract.StageBudget
 	case Pacer:
-		return pipeline.StagePacer
+		return contract.StagePacer
 	case Bidder:
-		return pipeline.StageBidder
+		return contract.StageBidder
 	}
 	return "unset"
 }
@@ -93,11 +93,11 @@ func ParseService(s string) (Service, error) {
 // serviceByName is ParseService without the error, for the hot path.
 func serviceByName(s string) Service {
 	switch s {
-	case pipeline.StageBudget:
+	case contract.StageBudget:
 		return Budget
-	case pipeline.StagePacer:
+	case contract.StagePacer:
 		return Pacer
-	case pipeline.StageBidder:
+	case contract.StageBidder:
 		return Bidder
 	}
 	return 0

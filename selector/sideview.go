@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // sideView consumes one cluster's output tables into one table.
@@ -90,7 +89,7 @@ func (sv *sideView) applyPartition(p kgo.FetchTopicPartition) {
 // apply stores one record of svc's table: the latest value of a campaign,
 // or, for an empty value (a tombstone), no value. A bad record changes
 // nothing and returns its reason.
-func (sv *sideView) apply(svc Service, key, value []byte) pipeline.Reason {
+func (sv *sideView) apply(svc Service, key, value []byte) contract.Reason {
 	if len(value) == 0 {
 		if i, ok := sv.keys.lookup(string(key)); ok {
 			sv.tab.update(i, func(e entry) entry { e.has &^= ServiceSet(0).Add(svc); return e })
@@ -102,7 +101,7 @@ func (sv *sideView) apply(svc Service, key, value []byte) pipeline.Reason {
 		return reason
 	}
 	if campaign != string(key) {
-		return pipeline.ReasonKeyMismatch
+		return contract.ReasonKeyMismatch
 	}
 	sv.tab.update(sv.keys.intern(key), p.applyTo)
 	return ""
@@ -132,33 +131,33 @@ func (v value) applyTo(e entry) entry {
 
 // decodeValue decodes a record value of svc's table with the pipeline's
 // strict decoders.
-func decodeValue(svc Service, b []byte) (campaign string, v value, reason pipeline.Reason) {
+func decodeValue(svc Service, b []byte) (campaign string, v value, reason contract.Reason) {
 	v.svc = svc
 	switch svc {
 	case Budget:
-		s, err := pipeline.DecodeBudgetStatus(b)
+		s, err := contract.DecodeBudgetStatus(b)
 		if err != nil {
-			return "", v, pipeline.ReasonOf(err)
+			return "", v, contract.ReasonOf(err)
 		}
 		day, _ := time.Parse(time.DateOnly, s.Day) // the decoder validated it
 		v.status, v.day, v.at = budgetStateOf(s.Status), dayNumber(day), s.UpdatedAt.UnixNano()
 		return s.Campaign, v, ""
 	case Pacer:
-		p, err := pipeline.DecodePacing(b)
+		p, err := contract.DecodePacing(b)
 		if err != nil {
-			return "", v, pipeline.ReasonOf(err)
+			return "", v, contract.ReasonOf(err)
 		}
 		v.num, v.at = p.Rate, p.UpdatedAt.UnixNano()
 		return p.Campaign, v, ""
 	case Bidder:
-		m, err := pipeline.DecodeBidMultiplier(b)
+		m, err := contract.DecodeBidMultiplier(b)
 		if err != nil {
-			return "", v, pipeline.ReasonOf(err)
+			return "", v, contract.ReasonOf(err)
 		}
 		v.num, v.at = m.Multiplier, m.UpdatedAt.UnixNano()
 		return m.Campaign, v, ""
 	}
-	return "", v, pipeline.ReasonInvalidEnum
+	return "", v, contract.ReasonInvalidEnum
 }
 
 // measureLoop measures the end offsets of the side's topics every

@@ -3,7 +3,7 @@ package selector
 import (
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Snapshot is one immutable view of every service's selection. The Selector
@@ -14,7 +14,7 @@ type Snapshot struct {
 	sides  [NumServices + 1]Side
 	epochs [NumServices + 1]int64 // -1 while the side is the default
 	// docs are the selection documents read from ZooKeeper (nil: default).
-	docs   [NumServices + 1]*znode.Selection
+	docs   [NumServices + 1]*contract.Selection
 	readAt [NumServices + 1]time.Time
 
 	tag    Tag
@@ -47,7 +47,7 @@ func (s *Snapshot) seal() {
 // with returns a copy of s with svc's selection replaced by doc. The copy
 // shares s's changed channel when the tag is the same; the caller closes
 // s.changed otherwise.
-func (s *Snapshot) with(svc Service, side Side, doc *znode.Selection, readAt time.Time) *Snapshot {
+func (s *Snapshot) with(svc Service, side Side, doc *contract.Selection, readAt time.Time) *Snapshot {
 	n := *s
 	n.sides[svc], n.epochs[svc], n.docs[svc], n.readAt[svc] = side, doc.Epoch, doc, readAt
 	n.seal()
@@ -81,7 +81,7 @@ func (s *Snapshot) IsDefault(svc Service) bool { return svc > NumServices || s.d
 
 // Selection returns the document svc's side was read from, nil while the
 // side is the default. The document must not be modified.
-func (s *Snapshot) Selection(svc Service) *znode.Selection {
+func (s *Snapshot) Selection(svc Service) *contract.Selection {
 	if svc > NumServices {
 		return nil
 	}

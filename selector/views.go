@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // BudgetState is a campaign's budget status as the budget enforcer reports
@@ -29,13 +29,13 @@ const (
 func (s BudgetState) String() string {
 	switch s {
 	case StateActive:
-		return pipeline.StatusActive
+		return contract.StatusActive
 	case StateDailyCapped:
-		return pipeline.StatusDailyCapped
+		return contract.StatusDailyCapped
 	case StateLifetimeCapped:
-		return pipeline.StatusLifetimeCapped
+		return contract.StatusLifetimeCapped
 	case StateNoBudget:
-		return pipeline.StatusNoBudget
+		return contract.StatusNoBudget
 	}
 	return "unknown"
 }
@@ -45,13 +45,13 @@ func (s BudgetState) Capped() bool { return s == StateDailyCapped || s == StateL
 
 func budgetStateOf(status string) BudgetState {
 	switch status {
-	case pipeline.StatusActive:
+	case contract.StatusActive:
 		return StateActive
-	case pipeline.StatusDailyCapped:
+	case contract.StatusDailyCapped:
 		return StateDailyCapped
-	case pipeline.StatusLifetimeCapped:
+	case contract.StatusLifetimeCapped:
 		return StateLifetimeCapped
-	case pipeline.StatusNoBudget:
+	case contract.StatusNoBudget:
 		return StateNoBudget
 	}
 	return 0
@@ -102,7 +102,7 @@ func NewViews(opts ...ViewsOption) (*Views, error) {
 	}
 	v := &Views{cfg: c, keys: newKeyIndex()}
 	v.m = newViewsMetrics(c.reg, v)
-	topics := pipeline.TopicsWithPrefix(c.prefix)
+	topics := contract.TopicsWithPrefix(c.prefix)
 	for _, side := range []Side{Primary, Standby} {
 		sv := &sideView{
 			side: side, brokers: c.brokers[side], kopts: c.kafkaOpts[side],
@@ -273,7 +273,7 @@ func WithKafkaOptions(side Side, opts ...kgo.Opt) ViewsOption {
 	})
 }
 
-// WithTopicPrefix sets the prefix of the topic names (pipeline.TopicsWithPrefix).
+// WithTopicPrefix sets the prefix of the topic names (contract.TopicsWithPrefix).
 // Default "".
 func WithTopicPrefix(p string) ViewsOption { return viewsOpt(func(c *viewsCfg) { c.prefix = p }) }
 

@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // cluster is one side's kfake cluster and a goka-compatible producer.
@@ -19,13 +19,13 @@ type cluster struct {
 	t      testing.TB
 	c      *kfake.Cluster
 	cl     *kgo.Client
-	topics pipeline.Topics
+	topics contract.Topics
 }
 
 func newCluster(t testing.TB, prefix string) *cluster {
 	t.Helper()
 	c := kafkatest.Cluster(t)
-	topics := pipeline.TopicsWithPrefix(prefix)
+	topics := contract.TopicsWithPrefix(prefix)
 	err := kafka.EnsureTopics(t.Context(), c.ListenAddrs(), 3, 1,
 		kafka.TopicSpec{Name: topics.BudgetStatus, Compacted: true},
 		kafka.TopicSpec{Name: topics.Pacing, Compacted: true},
@@ -41,7 +41,7 @@ func (c *cluster) produce(topic, key string, v any) {
 	var b []byte
 	if v != nil {
 		var err error
-		if b, err = pipeline.Encode(v); err != nil {
+		if b, err = contract.Encode(v); err != nil {
 			c.t.Fatal(err)
 		}
 	}
@@ -62,16 +62,16 @@ func (c *cluster) produceRaw(topic, key, value string) {
 var testNow = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 
 func (c *cluster) status(campaign, status string) {
-	c.produce(c.topics.BudgetStatus, campaign, pipeline.BudgetStatus{V: 1, Campaign: campaign, Status: status,
+	c.produce(c.topics.BudgetStatus, campaign, contract.BudgetStatus{V: 1, Campaign: campaign, Status: status,
 		Day: "2026-03-14", SpentTodayMicros: 1, SpentLifetimeMicros: 2, UpdatedAt: testNow})
 }
 
 func (c *cluster) pacing(campaign string, rate float64) {
-	c.produce(c.topics.Pacing, campaign, pipeline.Pacing{V: 1, Campaign: campaign, Rate: rate, UpdatedAt: testNow})
+	c.produce(c.topics.Pacing, campaign, contract.Pacing{V: 1, Campaign: campaign, Rate: rate, UpdatedAt: testNow})
 }
 
 func (c *cluster) multiplier(campaign string, m float64) {
-	c.produce(c.topics.BidMultipliers, campaign, pipeline.BidMultiplier{V: 1, Campaign: campaign, Multiplier: m, UpdatedAt: testNow})
+	c.produce(c.topics.BidMultipliers, campaign, contract.BidMultiplier{V: 1, Campaign: campaign, Multiplier: m, UpdatedAt: testNow})
 }
 
 // runViews starts views of the two clusters, stopped at cleanup.
@@ -102,8 +102,8 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 	const prefix = "t1."
 	p, s := newCluster(t, prefix), newCluster(t, prefix)
 	// Written before the views start: they must read from the start.
-	p.status("c1", pipeline.StatusActive)
-	s.status("c1", pipeline.StatusDailyCapped)
+	p.status("c1", contract.StatusActive)
+	s.status("c1", contract.StatusDailyCapped)
 	p.pacing("c1", 0.5)
 	s.pacing("c1", 0.7)
 	p.multiplier("c1", 1.25)
@@ -151,7 +151,7 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 	// Bad records change nothing and are counted; a tombstone removes the value.
 	p.produceRaw(p.topics.Pacing, "c1", `{"v":1,"campaign":"c1","rate":`)
 	p.produceRaw(p.topics.Pacing, "c1", `{"v":1,"campaign":"c1","rate":7,"target_micros":0,"actual_micros":0,"updated_at":"2026-03-14T00:00:00Z"}`)
-	p.produce(p.topics.Pacing, "c1", pipeline.Pacing{V: 1, Campaign: "other", Rate: 0.1, UpdatedAt: testNow})
+	p.produce(p.topics.Pacing, "c1", contract.Pacing{V: 1, Campaign: "other", Rate: 0.1, UpdatedAt: testNow})
 	p.produce(p.topics.BidMultipliers, "c1", nil)
 	waitUntil(t, &v.changes, 10*time.Second, "the tombstone arrives", func() bool { return v.Get(Bidder, "c1", Primary).Fallback() })
 	waitUntil(t, &v.changes, 10*time.Second, "the bad records are counted", func() bool {
@@ -192,7 +192,7 @@ func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
 	const prefix = ""
 	p, s := newCluster(t, prefix), newCluster(t, prefix)
 	for _, c := range []*cluster{p, s} {
-		c.status("c1", pipeline.StatusActive)
+		c.status("c1", contract.StatusActive)
 		c.pacing("c1", 0.5)
 		c.multiplier("c1", 2)
 	}
@@ -207,7 +207,7 @@ func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
 	p.c.Close() // the primary cluster dies
 	start := time.Now()
 	s.pacing("c1", 0.75)
-	s.status("c9", pipeline.StatusActive)
+	s.status("c9", contract.StatusActive)
 	s.pacing("c9", 0.3)
 	s.multiplier("c9", 1.1)
 	waitUntil(t, &v.changes, 10*time.Second, "standby's updates arrive", func() bool {

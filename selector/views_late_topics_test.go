@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // The retriever may start before the pipelines have created their output
@@ -14,8 +14,8 @@ import (
 // that they are not there.
 func TestViewsStartedBeforeTheTopicsExist(t *testing.T) {
 	pc, sc := kafkatest.Cluster(t), kafkatest.Cluster(t)
-	p := &cluster{t: t, c: pc, cl: kafkatest.Client(t, pc.ListenAddrs()), topics: pipeline.TopicsWithPrefix("")}
-	s := &cluster{t: t, c: sc, cl: kafkatest.Client(t, sc.ListenAddrs()), topics: pipeline.TopicsWithPrefix("")}
+	p := &cluster{t: t, c: pc, cl: kafkatest.Client(t, pc.ListenAddrs()), topics: contract.TopicsWithPrefix("")}
+	s := &cluster{t: t, c: sc, cl: kafkatest.Client(t, sc.ListenAddrs()), topics: contract.TopicsWithPrefix("")}
 	v, _ := runViews(t, p, s, "")
 	waitUntil(t, &v.changes, 10*time.Second, "the missing topics are reported", func() bool {
 		for _, l := range v.Lag() {

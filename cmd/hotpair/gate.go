@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // runGate is "hotpair gate": the rollout gate from ZooKeeper alone (no
@@ -38,12 +37,12 @@ func runGate(ctx context.Context, a *app, args []string) int {
 		return 1
 	}
 	defer sess.Close()
-	st, err := monitor.ReadStatus(sess.Conn(), znode.NewPaths(*zf.root), pipeline.Services(), time.Now())
+	st, err := monitor.ReadStatus(sess.Conn(), contract.NewPaths(*zf.root), contract.Services(), time.Now())
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair gate: %v\n", err)
 		return 1
 	}
-	regs, err := monitor.ReadRegistrations(sess.Conn(), znode.NewPaths(*zf.root))
+	regs, err := monitor.ReadRegistrations(sess.Conn(), contract.NewPaths(*zf.root))
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair gate: %v\n", err)
 		return 1

@@ -6,17 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // hotpair gate answers from ZooKeeper alone: what a monitor published, with
 // no monitor running.
 func TestGateOnZooKeeper(t *testing.T) {
 	conn, addr, root := zkForTest(t, "gate")
-	paths := znode.NewPaths(root)
+	paths := contract.NewPaths(root)
 	zkf := []string{"--zk", addr, "--zk-root", root}
 	gate := func(args ...string) (int, string, string) {
 		return opRun(append(append([]string{"gate"}, zkf...), args...)...)
@@ -32,13 +31,13 @@ func TestGateOnZooKeeper(t *testing.T) {
 	// the selections were written a minute ago.
 	now := time.Now().UTC()
 	decided, healthy, built := now.Add(-time.Minute), now.Add(-2*time.Hour), now.Add(-46*time.Minute)
-	for _, svc := range pipeline.Services() {
-		sel := znode.Selection{V: 1, Service: svc, Active: "primary", Preferred: "primary", Epoch: 1, DecidedAt: decided,
-			Sides: map[string]znode.SideState{
+	for _, svc := range contract.Services() {
+		sel := contract.Selection{V: 1, Service: svc, Active: "primary", Preferred: "primary", Epoch: 1, DecidedAt: decided,
+			Sides: map[string]contract.SideState{
 				"primary": {Healthy: true, HealthySince: &healthy, Build: "v2", BuildSince: &built},
 				"standby": {Healthy: true, HealthySince: &healthy, Build: "v1"},
 			}}
-		b, _ := znode.Encode(sel)
+		b, _ := contract.Encode(sel)
 		if _, err := conn.Create(paths.Selection(svc), b, 0, zkutil.OpenACL()); err != nil {
 			t.Fatal(err)
 		}

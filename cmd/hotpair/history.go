@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core/history"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 const historySynopsis = `history (--brokers B [--standby-brokers B] | --config FILE) [--service S] [--since -12h] [--until T]
@@ -41,7 +41,7 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 	fs.Var(&ha.primary, "brokers", "a cluster holding the record, e.g. the primary's brokers (comma-separated)")
 	fs.Var(&ha.standby, "standby-brokers", "the other cluster (its copy is merged in)")
 	fs.StringVar(&ha.cfgPath, "config", "", "take both clusters and the topic prefix from this monitor config")
-	fs.StringVar(&ha.service, "service", "", "only this service: "+strings.Join(pipeline.Services(), ", "))
+	fs.StringVar(&ha.service, "service", "", "only this service: "+strings.Join(contract.Services(), ", "))
 	fs.StringVar(&ha.since, "since", "-12h", "from this long ago (12h or -12h) or this RFC 3339 time")
 	fs.StringVar(&ha.until, "until", "now", "up to this long ago or this RFC 3339 time")
 	fs.StringVar(&ha.kinds, "kind", "", "only these kinds (comma-separated): switch, degraded, override, stagger, window")
@@ -61,9 +61,9 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 	}
 	rctx, cancel := context.WithTimeout(ctx, ha.timeout)
 	defer cancel()
-	sources := []decisions.Source{{Side: pipeline.SidePrimary, Brokers: ha.primary}}
+	sources := []decisions.Source{{Side: contract.SidePrimary, Brokers: ha.primary}}
 	if len(ha.standby) > 0 {
-		sources = append(sources, decisions.Source{Side: pipeline.SideStandby, Brokers: ha.standby})
+		sources = append(sources, decisions.Source{Side: contract.SideStandby, Brokers: ha.standby})
 	}
 	entries, stats, err := decisions.Read(rctx, decisions.ReadOptions{Sources: sources, Topic: ha.prefix + decisions.Topic, Filter: ha.filter})
 	for _, st := range stats {
@@ -111,8 +111,8 @@ func (ha *historyArgs) check(now time.Time) string {
 	if len(ha.primary) == 0 {
 		return "give --brokers (and --standby-brokers for the other copy), or --config"
 	}
-	if ha.service != "" && !pipeline.IsService(ha.service) {
-		return fmt.Sprintf("--service: %q is not one of %s", ha.service, strings.Join(pipeline.Services(), ", "))
+	if ha.service != "" && !contract.IsService(ha.service) {
+		return fmt.Sprintf("--service: %q is not one of %s", ha.service, strings.Join(contract.Services(), ", "))
 	}
 	since, err := decisions.ParseTime(ha.since, now)
 	if err != nil {
@@ -148,7 +148,7 @@ func (ha *historyArgs) check(now time.Time) string {
 // printHistory prints the timeline: every decision with its evidence, a
 // window per line, and a summary per service.
 func printHistory(w io.Writer, f decisions.Filter, entries []decisions.Entry, stats []decisions.SourceStats) error {
-	services := pipeline.Services()
+	services := contract.Services()
 	if f.Service != "" {
 		services = []string{f.Service}
 	}
@@ -200,7 +200,7 @@ func printEntry(w io.Writer, e *decisions.Entry) {
 	if e.Kind != decisions.KindSwitch {
 		return
 	}
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		s, ok := e.Selection.Sides[side]
 		if !ok {
 			fmt.Fprintf(w, "    %-8s  no verdict\n", side+":")

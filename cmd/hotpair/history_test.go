@@ -12,12 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // recordOf runs the decision core over a health history the way the
@@ -31,7 +30,7 @@ func recordOf(t *testing.T, recs []core.Record, cfg core.Config) []decisions.Ent
 		t.Fatal(err)
 	}
 	th := decisions.Thresholds{Preferred: cfg.Decision.Preferred, FailoverAfter: cfg.Decision.FailoverAfter, Grace: cfg.Decision.Grace.String()}
-	prev := map[string]*znode.Selection{}
+	prev := map[string]*contract.Selection{}
 	var out []decisions.Entry
 	next := 0
 	for tick := start.Add(cfg.Window); !tick.After(recs[len(recs)-1].At()); tick = tick.Add(cfg.Window) {
@@ -45,7 +44,7 @@ func recordOf(t *testing.T, recs []core.Record, cfg core.Config) []decisions.Ent
 		for _, d := range ev.Decisions {
 			sel := d.State.Selection()
 			verdicts := map[string]decisions.Verdict{}
-			for _, side := range pipeline.Sides() {
+			for _, side := range contract.Sides() {
 				v, _ := ev.Verdict(d.Service, side)
 				verdicts[side] = decisions.Verdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), CatchingUp: v.CatchingUp, QPS: v.Stats.QPS,
 					LagP99Ms: v.Stats.LagP99Ms, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -45,10 +46,10 @@ func runIngest(ctx context.Context, a *app, args []string) int {
 	}
 	clusters := map[string][]string{}
 	if len(primary) > 0 {
-		clusters[pipeline.SidePrimary] = primary
+		clusters[contract.SidePrimary] = primary
 	}
 	if len(standby) > 0 {
-		clusters[pipeline.SideStandby] = standby
+		clusters[contract.SideStandby] = standby
 	}
 	reg := newRegistry()
 	in, err := pipeline.NewIngester(pipeline.IngestOptions{
@@ -100,7 +101,7 @@ func ingestLines(a *app, in *pipeline.Ingester, src io.Reader, name string, budg
 	}
 	var res ingestResult
 	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 64*1024), pipeline.MaxValueBytes+1)
+	sc.Buffer(make([]byte, 64*1024), contract.MaxValueBytes+1)
 	for sc.Scan() {
 		res.lines++
 		line := append([]byte(nil), sc.Bytes()...)
@@ -112,7 +113,7 @@ func ingestLines(a *app, in *pipeline.Ingester, src io.Reader, name string, budg
 			res.bad++
 			fmt.Fprintf(a.stderr, "%s:%d: %v\n", name, res.lines, err)
 			in.Write("hotpair-dlq", []byte(key), line, []kgo.RecordHeader{
-				{Key: "hotpair-reason", Value: []byte(pipeline.ReasonOf(err))},
+				{Key: "hotpair-reason", Value: []byte(contract.ReasonOf(err))},
 				{Key: "hotpair-error", Value: []byte(err.Error())},
 				{Key: "hotpair-source-topic", Value: []byte(source)},
 				{Key: "hotpair-source-partition", Value: []byte("-1")},
@@ -129,9 +130,9 @@ func ingestLines(a *app, in *pipeline.Ingester, src io.Reader, name string, budg
 
 func validateLine(line []byte, budgets bool) (key string, err error) {
 	if budgets {
-		b, err := pipeline.DecodeBudget(line)
+		b, err := contract.DecodeBudget(line)
 		return b.Campaign, err
 	}
-	e, err := pipeline.DecodeAdEvent(line)
+	e, err := contract.DecodeAdEvent(line)
 	return e.Campaign, err
 }

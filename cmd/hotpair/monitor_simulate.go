@@ -11,11 +11,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/core/history"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 const simulateSynopsis = `monitor simulate [--source health|record] (--file PATH | --primary-brokers B --standby-brokers B [--since 6h] | --config FILE)
@@ -190,7 +190,7 @@ func (sa *simulateArgs) history(ctx context.Context, a *app) ([]core.Record, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, sa.timeout)
 	defer cancel()
-	recs, err := readHistoryTopics(ctx, a, sa.primary, sa.standby, pipeline.TopicsWithPrefix(sa.prefix).Health, sa.sinceT)
+	recs, err := readHistoryTopics(ctx, a, sa.primary, sa.standby, contract.TopicsWithPrefix(sa.prefix).Health, sa.sinceT)
 	if err == nil && sa.save != "" {
 		err = saveHistory(sa.save, recs)
 	}
@@ -245,7 +245,7 @@ func readHistoryTopics(ctx context.Context, a *app, primary, standby []string, t
 	for _, c := range []struct {
 		side    string
 		brokers []string
-	}{{pipeline.SidePrimary, primary}, {pipeline.SideStandby, standby}} {
+	}{{contract.SidePrimary, primary}, {contract.SideStandby, standby}} {
 		recs, st, err := history.ReadTopic(ctx, history.TopicOptions{Brokers: c.brokers, Side: c.side, Topic: topic, Since: since})
 		if err != nil {
 			return nil, err
@@ -301,7 +301,7 @@ func printSimulatedSwitches(w io.Writer, res core.SimResult, recorded map[string
 	}
 	fmt.Fprintln(w)
 	var sw, deg, unh, stg []string
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		n := 0
 		for _, s := range res.Switches {
 			if s.Service == svc {
@@ -311,7 +311,7 @@ func printSimulatedSwitches(w io.Writer, res core.SimResult, recorded map[string
 		sw = append(sw, fmt.Sprintf("%s %d", svc, n))
 		deg = append(deg, fmt.Sprintf("%s %d", svc, res.DegradedWindows[svc]))
 		stg = append(stg, fmt.Sprintf("%s %d", svc, res.StaggerWindows[svc]))
-		for _, side := range pipeline.Sides() {
+		for _, side := range contract.Sides() {
 			unh = append(unh, fmt.Sprintf("%s/%s %d", svc, side, res.UnhealthyWindows[svc+"/"+side]))
 		}
 	}
@@ -319,7 +319,7 @@ func printSimulatedSwitches(w io.Writer, res core.SimResult, recorded map[string
 	if recorded != nil {
 		var rec []string
 		n := 0
-		for _, svc := range pipeline.Services() {
+		for _, svc := range contract.Services() {
 			rec = append(rec, fmt.Sprintf("%s %d", svc, recorded[svc]))
 			n += recorded[svc]
 		}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/core/history"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // What "monitor simulate" replays.
@@ -104,7 +104,7 @@ func (sa *simulateArgs) record(ctx context.Context, a *app) ([]decisions.Entry, 
 	ctx, cancel := context.WithTimeout(ctx, sa.timeout)
 	defer cancel()
 	var sources []decisions.Source
-	for _, c := range []decisions.Source{{Side: pipeline.SidePrimary, Brokers: sa.primary}, {Side: pipeline.SideStandby, Brokers: sa.standby}} {
+	for _, c := range []decisions.Source{{Side: contract.SidePrimary, Brokers: sa.primary}, {Side: contract.SideStandby, Brokers: sa.standby}} {
 		if len(c.Brokers) > 0 {
 			sources = append(sources, c)
 		}

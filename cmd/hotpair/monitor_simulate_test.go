@@ -15,11 +15,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/core/history"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 var simT0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -31,14 +31,14 @@ func flappingRecords() []core.Record {
 	var recs []core.Record
 	for ws := simT0; ws.Before(simT0.Add(40 * time.Minute)); ws = ws.Add(10 * time.Second) {
 		m := int(ws.Sub(simT0) / time.Minute)
-		for _, svc := range pipeline.Services() {
-			for _, side := range pipeline.Sides() {
+		for _, svc := range contract.Services() {
+			for _, side := range contract.Sides() {
 				lag := int64(40)
-				if side == pipeline.SidePrimary && m >= 10 && m < 20 && m%2 == 0 {
+				if side == contract.SidePrimary && m >= 10 && m < 20 && m%2 == 0 {
 					lag = 90_000
 				}
 				for i, inst := range []string{"a", "b"} {
-					s := pipeline.HealthSample{V: 1, Service: svc, Side: side, Role: "live", Instance: inst, Build: "b1",
+					s := contract.HealthSample{V: 1, Service: svc, Side: side, Role: "live", Instance: inst, Build: "b1",
 						Partitions: []int32{int32(i)}, TopicPartitions: 2, WindowStart: ws, WindowEnd: ws.Add(10 * time.Second),
 						Events: 500, LagMsMax: lag}
 					for range 500 {
@@ -134,9 +134,9 @@ func TestMonitorSimulateFile(t *testing.T) {
 // writes a history that replays to it too.
 func TestMonitorSimulateTopics(t *testing.T) {
 	recs := flappingRecords()
-	topic := pipeline.TopicsWithPrefix("t-").Health
+	topic := contract.TopicsWithPrefix("t-").Health
 	var brokers [2][]string
-	for i, side := range pipeline.Sides() {
+	for i, side := range contract.Sides() {
 		c := kafkatest.Cluster(t)
 		brokers[i] = c.ListenAddrs()
 		if err := kafka.EnsureTopics(context.Background(), brokers[i], 2, 1, kafka.TopicSpec{Name: topic}); err != nil {
@@ -145,7 +145,7 @@ func TestMonitorSimulateTopics(t *testing.T) {
 		var krecs []*kgo.Record
 		for _, r := range recs {
 			if r.Sample.Side == side {
-				b, _ := pipeline.Encode(r.Sample)
+				b, _ := contract.Encode(r.Sample)
 				krecs = append(krecs, &kgo.Record{Topic: topic, Key: []byte(r.Sample.Key()), Value: b, Timestamp: r.ReceivedAt})
 			}
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor"
 )
 
@@ -84,7 +84,7 @@ func runOverrideSet(ctx context.Context, a *app, args []string) int {
 	}
 	defer sess.Close()
 	conn := sess.Conn()
-	paths := znode.NewPaths(*zf.root)
+	paths := contract.NewPaths(*zf.root)
 	o, err := monitor.SetOverride(conn, paths, monitor.OperatorPolicy(creds), req, now)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair override set: %v\n", err)
@@ -119,7 +119,7 @@ func runOverrideClear(ctx context.Context, a *app, args []string) int {
 	}
 	defer sess.Close()
 	conn := sess.Conn()
-	paths := znode.NewPaths(*zf.root)
+	paths := contract.NewPaths(*zf.root)
 	o, err := monitor.ClearOverride(conn, paths, *service, operatorName(*by, creds), *reason, time.Now())
 	if errors.Is(err, monitor.ErrNoOverride) {
 		fmt.Fprintf(a.stdout, "no override in force for %s: nothing to clear\n", *service)
@@ -135,7 +135,7 @@ func runOverrideClear(ctx context.Context, a *app, args []string) int {
 }
 
 // noteMonitor warns when no monitor runs to apply the change.
-func noteMonitor(w io.Writer, conn *zk.Conn, paths znode.Paths) {
+func noteMonitor(w io.Writer, conn *zk.Conn, paths contract.Paths) {
 	st, err := monitor.ReadStatus(conn, paths, nil, time.Now())
 	switch {
 	case err != nil:

@@ -6,8 +6,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/selector"
 )
 
@@ -17,7 +16,7 @@ func runSelectord(ctx context.Context, a *app, args []string) int {
 		"selectord --zk HOST:PORT[,HOST:PORT...] [--zk-root /hotpair] [--services budget,pacer,bidder] [--default-side primary] [--http :9480]")
 	var zkServers, services listFlag
 	fs.Var(&zkServers, "zk", "ZooKeeper servers, host:port, comma-separated or repeated (required)")
-	root := fs.String("zk-root", znode.DefaultRoot, "root path of hotpair's znodes")
+	root := fs.String("zk-root", contract.DefaultRoot, "root path of hotpair's znodes")
 	fs.Var(&services, "services", "services to watch, comma-separated (default budget,pacer,bidder)")
 	defaultSide := fs.String("default-side", "primary", "side answered for a service before its selection was read: primary or standby")
 	httpAddr := fs.String("http", ":9480", "HTTP listen address")
@@ -40,7 +39,7 @@ func runSelectord(ctx context.Context, a *app, args []string) int {
 	if *sessionTimeout < time.Second {
 		return usageError(fs, a.stderr, "--zk-session-timeout %s is below 1s", *sessionTimeout)
 	}
-	auth, err := zkutil.ParseCredentials(*zkAuth)
+	auth, err := contract.ParseCredentials(*zkAuth)
 	if err != nil {
 		return usageError(fs, a.stderr, "--zk-auth: %v", err)
 	}

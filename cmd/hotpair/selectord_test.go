@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/selector"
 )
 
@@ -63,8 +63,8 @@ func (b *selectordBuffer) String() string {
 
 func TestSelectordServesTheSelection(t *testing.T) {
 	conn, addr, root := zkForTest(t, "selectord")
-	paths := znode.NewPaths(root)
-	doc, _ := znode.Encode(znode.Selection{V: 1, Service: "pacer", Active: "standby", Preferred: "primary", Epoch: 6, Reason: "primary lag_high"})
+	paths := contract.NewPaths(root)
+	doc, _ := contract.Encode(contract.Selection{V: 1, Service: "pacer", Active: "standby", Preferred: "primary", Epoch: 6, Reason: "primary lag_high"})
 	if _, err := conn.Create(paths.Selection("pacer"), doc, 0, zkutil.OpenACL()); err != nil {
 		t.Fatal(err)
 	}

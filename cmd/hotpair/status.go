@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 	"github.com/hotpair/hotpair/monitor"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // opZKFlags are the ZooKeeper flags of the operator tools (status, override).
@@ -25,18 +24,18 @@ type opZKFlags struct {
 func addOpZKFlags(fs *flag.FlagSet) *opZKFlags {
 	f := &opZKFlags{}
 	fs.Var(&f.servers, "zk", "ZooKeeper servers, host:port, comma-separated or repeated (required)")
-	f.root = fs.String("zk-root", znode.DefaultRoot, "root path of hotpair's znodes")
+	f.root = fs.String("zk-root", contract.DefaultRoot, "root path of hotpair's znodes")
 	f.auth = fs.String("auth", "", "digest identity user:password (the operator identity, to change overrides when ACLs are on)")
 	f.timeout = fs.Duration("timeout", 10*time.Second, "give up reaching ZooKeeper after this long")
 	return f
 }
 
 // check validates the flags; it returns a usage problem or "".
-func (f *opZKFlags) check() (string, *zkutil.Credentials) {
+func (f *opZKFlags) check() (string, *contract.Credentials) {
 	if len(f.servers) == 0 {
 		return "--zk is required", nil
 	}
-	creds, err := zkutil.ParseCredentials(*f.auth)
+	creds, err := contract.ParseCredentials(*f.auth)
 	if err != nil {
 		return "--auth: " + err.Error(), nil
 	}
@@ -47,7 +46,7 @@ func (f *opZKFlags) check() (string, *zkutil.Credentials) {
 }
 
 // connect opens a session and waits until it is usable, at most --timeout.
-func (f *opZKFlags) connect(ctx context.Context, a *app, creds *zkutil.Credentials) (*zkutil.Session, error) {
+func (f *opZKFlags) connect(ctx context.Context, a *app, creds *contract.Credentials) (*zkutil.Session, error) {
 	sess, err := zkutil.Open(zkutil.Options{Servers: f.servers, SessionTimeout: max(*f.timeout, 4*time.Second),
 		Auth: creds, Logger: a.logger})
 	if err != nil {
@@ -78,11 +77,11 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "%s", problem)
 	}
 	if len(services) == 0 {
-		services = pipeline.Services()
+		services = contract.Services()
 	}
 	for _, s := range services {
-		if !pipeline.IsService(s) {
-			return usageError(fs, a.stderr, "--services: %q is not one of %s", s, strings.Join(pipeline.Services(), ", "))
+		if !contract.IsService(s) {
+			return usageError(fs, a.stderr, "--services: %q is not one of %s", s, strings.Join(contract.Services(), ", "))
 		}
 	}
 	sess, err := zf.connect(ctx, a, creds)
@@ -91,7 +90,7 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		return 1
 	}
 	defer sess.Close()
-	st, err := monitor.ReadStatus(sess.Conn(), znode.NewPaths(*zf.root), services, time.Now())
+	st, err := monitor.ReadStatus(sess.Conn(), contract.NewPaths(*zf.root), services, time.Now())
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair status: %v\n", err)
 		return 1
@@ -109,7 +108,7 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 }
 
 // operatorName is who an override is recorded as set by.
-func operatorName(by string, creds *zkutil.Credentials) string {
+func operatorName(by string, creds *contract.Credentials) string {
 	switch {
 	case by != "":
 		return by

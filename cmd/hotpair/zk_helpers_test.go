@@ -7,9 +7,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 // zkForTest connects to the test ZooKeeper and returns the connection, the
@@ -20,7 +20,7 @@ func zkForTest(t *testing.T, name string) (*zk.Conn, string, string) {
 	addr := zktest.Addr(t)
 	root := fmt.Sprintf("/hotpair-test/%s-%08x", name, rand.Uint32())
 	conn := zktest.Conn(t, addr, nil)
-	if err := zkutil.EnsurePath(conn, znode.NewPaths(root).SelectionDir(), zkutil.OpenACL()); err != nil {
+	if err := zkutil.EnsurePath(conn, contract.NewPaths(root).SelectionDir(), zkutil.OpenACL()); err != nil {
 		t.Fatal(err)
 	}
 	return conn, addr, root

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zkserver"
 	"github.com/hotpair/hotpair/internal/zkutil"
 )
@@ -62,7 +63,7 @@ func Session(t testing.TB, o zkutil.Options) *zkutil.Session {
 
 // Conn is a usable connection to addr as auth (nil: anonymous), closed at
 // cleanup.
-func Conn(t testing.TB, addr string, auth *zkutil.Credentials) *zk.Conn {
+func Conn(t testing.TB, addr string, auth *contract.Credentials) *zk.Conn {
 	t.Helper()
 	return Session(t, zkutil.Options{Servers: []string{addr}, SessionTimeout: 4 * time.Second, Auth: auth}).Conn()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Options configure Open.
@@ -22,7 +23,7 @@ type Options struct {
 	// Auth, when set, is added as a digest identity once the first session
 	// exists, again and again until it succeeds (the library re-adds it
 	// after every reconnect). The session is not usable before.
-	Auth *Credentials
+	Auth *contract.Credentials
 	// AuthRetry is the pause between two failed attempts to add Auth.
 	// Default 500ms.
 	AuthRetry time.Duration
@@ -225,7 +226,7 @@ func (s *Session) report(ev zk.Event) {
 func (s *Session) addAuth() {
 	for {
 		if s.conn.State() == zk.StateHasSession {
-			err := s.conn.AddAuth("digest", []byte(s.o.Auth.String()))
+			err := s.conn.AddAuth("digest", []byte(s.o.Auth.Digest()))
 			if err == nil {
 				s.mu.Lock()
 				s.authed = true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zkserver"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
@@ -27,7 +28,7 @@ func testRoot(t *testing.T) string {
 func TestSessionIsUsableOnceAuthenticated(t *testing.T) {
 	addr := zktest.Addr(t)
 	root := testRoot(t)
-	me := &zkutil.Credentials{User: "zkutil-test", Password: "s3cret"}
+	me := &contract.Credentials{User: "zkutil-test", Password: "s3cret"}
 	var mu sync.Mutex
 	var states []zk.State
 	sess := zktest.Session(t, zkutil.Options{Servers: []string{addr}, Auth: me,
@@ -60,7 +61,7 @@ func TestWaitUsableEndsWithContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess, err := zkutil.Open(zkutil.Options{Servers: []string{fmt.Sprintf("127.0.0.1:%d", port)},
-		Auth: &zkutil.Credentials{User: "u", Password: "p"}})
+		Auth: &contract.Credentials{User: "u", Password: "p"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,39 +10,19 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/hotpair/hotpair/contract"
 )
-
-// Credentials are a digest identity, "user:password" on the command line.
-type Credentials struct {
-	User     string
-	Password string
-}
-
-// ParseCredentials parses "user:password". An empty string is no credentials.
-func ParseCredentials(s string) (*Credentials, error) {
-	if s == "" {
-		return nil, nil
-	}
-	u, p, ok := strings.Cut(s, ":")
-	if !ok || u == "" || p == "" {
-		return nil, fmt.Errorf("credentials must be user:password")
-	}
-	return &Credentials{User: u, Password: p}, nil
-}
-
-func (c *Credentials) String() string { return c.User + ":" + c.Password }
 
 // OpenACL is readable and writable by anyone: the ACL when auth is off.
 func OpenACL() []zk.ACL { return zk.WorldACL(zk.PermAll) }
 
 // ProtectedACL is readable by anyone and changeable only by the writer
 // identity (and, for parents, the admin identities in extra).
-func ProtectedACL(writer *Credentials, extra ...*Credentials) []zk.ACL {
+func ProtectedACL(writer *contract.Credentials, extra ...*contract.Credentials) []zk.ACL {
 	acl := []zk.ACL{{Perms: zk.PermRead, Scheme: "world", ID: "anyone"}}
-	for _, c := range append([]*Credentials{writer}, extra...) {
+	for _, c := range append([]*contract.Credentials{writer}, extra...) {
 		if c == nil {
 			continue
 		}

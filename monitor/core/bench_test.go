@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // BenchmarkEvaluation measures one evaluation window of 3 services × 2
@@ -20,9 +20,9 @@ import (
 func BenchmarkEvaluation(b *testing.B) {
 	cfg := DefaultConfig()
 	const instances, partitions = 200, 400
-	var samples []pipeline.HealthSample
-	for _, svc := range pipeline.Services() {
-		for _, side := range pipeline.Sides() {
+	var samples []contract.HealthSample
+	for _, svc := range contract.Services() {
+		for _, side := range contract.Sides() {
 			f := healthyFleet(svc, side)
 			f.instances, f.partitions, f.qps = instances, partitions, 20_000
 			for ws := t0; ws.Before(t0.Add(cfg.Window)); ws = ws.Add(cfg.Rules.SampleInterval) {
@@ -42,7 +42,7 @@ func BenchmarkEvaluation(b *testing.B) {
 		shift := time.Duration(i) * cfg.Window
 		start := time.Now()
 		var events int64
-		var lag pipeline.LagHistogram
+		var lag contract.LagHistogram
 		for j := range samples {
 			events += samples[j].Events
 			lag.Merge(&samples[j].LagMs)

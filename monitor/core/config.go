@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Config holds every threshold of the pure core. The monitor daemon's YAML
@@ -109,7 +109,7 @@ func DefaultConfig() Config {
 			CatchUpLag:      5 * time.Second,
 		},
 		Decision: DecisionConfig{
-			Preferred:     pipeline.SidePrimary,
+			Preferred:     contract.SidePrimary,
 			FailoverAfter: 1,
 			Grace:         10 * time.Minute,
 		},
@@ -150,8 +150,8 @@ func (c Config) Validate() error {
 		bad("rules.lag_limit", "must be above 0 (e.g. 60s), got %s", r.LagLimit)
 	}
 	d := c.Decision
-	if !pipeline.IsSide(d.Preferred) {
-		bad("decision.preferred", "must be %q or %q, got %q", pipeline.SidePrimary, pipeline.SideStandby, d.Preferred)
+	if !contract.IsSide(d.Preferred) {
+		bad("decision.preferred", "must be %q or %q, got %q", contract.SidePrimary, contract.SideStandby, d.Preferred)
 	}
 	if d.FailoverAfter < 1 {
 		bad("decision.failover_after", "must be at least 1 window (e.g. 1), got %d", d.FailoverAfter)

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/humantime"
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // Kind says which rule of the state machine made a decision.
@@ -47,7 +46,7 @@ type Input struct {
 	Verdicts map[string]Verdict
 	// Override is the operator override of the service, if one exists; it
 	// applies while now is before its Until.
-	Override *znode.Override
+	Override *contract.Override
 }
 
 // Decision is the outcome of one step for one service.
@@ -93,7 +92,7 @@ func Step(cfg DecisionConfig, prev State, in Input, now time.Time) Decision {
 	if in.Verdicts != nil {
 		next.observe(in.Verdicts)
 	}
-	var override *znode.Override
+	var override *contract.Override
 	if in.Override.ActiveAt(now) {
 		o := *in.Override
 		override = &o
@@ -124,13 +123,13 @@ func Step(cfg DecisionConfig, prev State, in Input, now time.Time) Decision {
 }
 
 // choose picks the active side; see Step for the order of the rules.
-func choose(cfg DecisionConfig, s *State, override *znode.Override, now time.Time) (Kind, string, string) {
+func choose(cfg DecisionConfig, s *State, override *contract.Override, now time.Time) (Kind, string, string) {
 	if override != nil {
 		return KindOverride, override.Side, fmt.Sprintf("operator override to %s by %s until %s: %s",
 			override.Side, orUnknown(override.By), override.Until.UTC().Format(time.RFC3339), override.Reason)
 	}
 	active := s.Active
-	other := pipeline.OtherSide(active)
+	other := contract.OtherSide(active)
 	a, o := s.Side(active), s.Side(other)
 	switch {
 	case !a.Known || !o.Known:
@@ -193,7 +192,7 @@ func laggingTogether(a, o *SideState) bool {
 // degraded: no side can serve well — both unhealthy, or the active side only
 // lags and the other is behind too.
 func degraded(s *State) bool {
-	return bothUnhealthy(s) || laggingTogether(s.Side(s.Active), s.Side(pipeline.OtherSide(s.Active)))
+	return bothUnhealthy(s) || laggingTogether(s.Side(s.Active), s.Side(contract.OtherSide(s.Active)))
 }
 
 func healthChanged(prev, next *State) bool {
@@ -216,7 +215,7 @@ func ruleNamesOf(reasons []string) []string {
 	return out
 }
 
-func sameOverride(a, b *znode.Override) bool {
+func sameOverride(a, b *contract.Override) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

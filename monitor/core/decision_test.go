@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // verdicts builds the Input verdicts of one window ending at end.
@@ -101,10 +100,10 @@ func TestStep(t *testing.T) {
 		{"healthy primary catching up stays, and says so", onPrimary(), Input{Verdicts: behindPrimary(verdicts(now, w, true, true))},
 			"primary", KindStay, false, false, "primary healthy (qps 100.00, lag p99 30000 ms), catching up: lag p99 30000 ms > catch_up_lag 5000 ms"},
 		{"override wins over a healthy primary", onPrimary(), Input{Verdicts: verdicts(now, w, true, true),
-			Override: &znode.Override{Side: "standby", Until: now.Add(time.Minute), Reason: "drill", By: "alice"}},
+			Override: &contract.Override{Side: "standby", Until: now.Add(time.Minute), Reason: "drill", By: "alice"}},
 			"standby", KindOverride, true, false, "operator override to standby by alice until 2026-11-30T13:01:00Z: drill"},
 		{"expired override is ignored", onPrimary(), Input{Verdicts: verdicts(now, w, true, true),
-			Override: &znode.Override{Side: "standby", Until: now, Reason: "drill", By: "alice"}},
+			Override: &contract.Override{Side: "standby", Until: now, Reason: "drill", By: "alice"}},
 			"primary", KindStay, false, false, "primary healthy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,7 +182,7 @@ func TestStepChanged(t *testing.T) {
 		t.Fatalf("changed=%v switched=%v", d.Changed, d.Switched)
 	}
 	// an override appearing, then disappearing, are changes
-	o := &znode.Override{Side: "primary", Until: t0.Add(time.Hour), Reason: "pin", By: "bob"}
+	o := &contract.Override{Side: "primary", Until: t0.Add(time.Hour), Reason: "pin", By: "bob"}
 	d = Step(cfg, s, Input{Override: o}, t0.Add(90*time.Second))
 	if !d.Changed || d.Switched || d.State.Override == nil || d.Kind != KindOverride {
 		t.Fatalf("override: %+v", d)
@@ -201,15 +200,15 @@ func TestSelectionRoundTrip(t *testing.T) {
 	for i, ph := range []bool{false, true, true, false, true} {
 		end := t0.Add(time.Duration(i+1) * w)
 		s = Step(cfg, s, Input{Verdicts: verdicts(end, w, ph, true),
-			Override: &znode.Override{V: 1, Side: "standby", Until: t0.Add(3 * w), Reason: "r", By: "b"}}, end).State
+			Override: &contract.Override{V: 1, Side: "standby", Until: t0.Add(3 * w), Reason: "r", By: "b"}}, end).State
 	}
 	s.Side("primary").Build, s.Side("standby").Build = "b7", "b6"
 	s.Side("standby").CatchingUp, s.Side("standby").AggregatorLagP99Ms = "lag p99 9000 ms > catch_up_lag 5000 ms", 8000
-	b, err := znode.Encode(s.Selection())
+	b, err := contract.Encode(s.Selection())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel, err := znode.DecodeSelection(b)
+	sel, err := contract.DecodeSelection(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +242,10 @@ func normal(s State) State {
 }
 
 func TestStateFromSelectionRejects(t *testing.T) {
-	for _, sel := range []znode.Selection{
+	for _, sel := range []contract.Selection{
 		{V: 1, Service: "aggregator", Active: "primary"},
 		{V: 1, Service: "budget", Active: ""},
-		{V: 1, Service: "budget", Active: "primary", Sides: map[string]znode.SideState{"blue": {}}},
+		{V: 1, Service: "budget", Active: "primary", Sides: map[string]contract.SideState{"blue": {}}},
 	} {
 		if _, err := StateFromSelection(sel); err == nil {
 			t.Errorf("accepted %+v", sel)
@@ -260,13 +259,13 @@ func TestEngineRedecideAppliesOverrideAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fleets []fleet
-	for _, side := range pipeline.Sides() {
-		for _, svc := range pipeline.Services() {
+	for _, side := range contract.Sides() {
+		for _, svc := range contract.Services() {
 			fleets = append(fleets, healthyFleet(svc, side))
 		}
 	}
 	feed(t, e, fleets, t0, t0.Add(4*time.Minute), 10*sec)
-	o := map[string]*znode.Override{"bidder": {V: 1, Side: "standby", Until: t0.Add(time.Hour), Reason: "x", By: "y"}}
+	o := map[string]*contract.Override{"bidder": {V: 1, Side: "standby", Until: t0.Add(time.Hour), Reason: "x", By: "y"}}
 	ds := e.Redecide(t0.Add(5*time.Minute), o)
 	if len(ds) != 1 || ds[0].Service != "bidder" || !ds[0].Switched || e.State("bidder").Active != "standby" {
 		t.Fatalf("redecide: %+v", ds)

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Engine is the whole pure core wired together: an Aggregator for the
@@ -22,11 +21,11 @@ type Engine struct {
 type Evaluation struct {
 	WindowStart, WindowEnd time.Time
 	// Verdicts of every stage (aggregator included) on both sides, in the
-	// order of pipeline.Stages() then pipeline.Sides().
+	// order of contract.Stages() then contract.Sides().
 	Verdicts []Verdict
-	// Decisions, one per service in the order of pipeline.Services().
+	// Decisions, one per service in the order of contract.Services().
 	Decisions []Decision
-	// Stagger, one per service in the order of pipeline.Services().
+	// Stagger, one per service in the order of contract.Services().
 	Stagger []StaggerVerdict
 }
 
@@ -46,7 +45,7 @@ func NewEngine(cfg Config, start time.Time) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, agg: NewAggregator(cfg, start), states: map[string]State{}}
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		e.states[svc] = State{Service: svc, Preferred: cfg.Decision.Preferred}
 	}
 	return e, nil
@@ -56,7 +55,7 @@ func NewEngine(cfg Config, start time.Time) (*Engine, error) {
 func (e *Engine) Config() Config { return e.cfg }
 
 // Observe merges one sample received at receivedAt into the current window.
-func (e *Engine) Observe(s *pipeline.HealthSample, receivedAt time.Time) Outcome {
+func (e *Engine) Observe(s *contract.HealthSample, receivedAt time.Time) Outcome {
 	return e.agg.Add(s, receivedAt)
 }
 
@@ -71,7 +70,7 @@ func (e *Engine) State(service string) State { return e.states[service] }
 
 // Restore continues service's hysteresis from a persisted selection: called
 // by a monitor that just became leader, before its next Tick.
-func (e *Engine) Restore(sel znode.Selection) error {
+func (e *Engine) Restore(sel contract.Selection) error {
 	st, err := StateFromSelection(sel)
 	if err != nil {
 		return err
@@ -83,7 +82,7 @@ func (e *Engine) Restore(sel znode.Selection) error {
 // Tick closes the window at now, judges every (stage, side) and decides
 // every service. overrides maps a service to its operator override (absent
 // or nil: none). now must be after the window's start.
-func (e *Engine) Tick(now time.Time, overrides map[string]*znode.Override) (Evaluation, error) {
+func (e *Engine) Tick(now time.Time, overrides map[string]*contract.Override) (Evaluation, error) {
 	start := e.agg.WindowStart()
 	if !now.After(start) {
 		return Evaluation{}, fmt.Errorf("%w: tick at %s is not after the window start %s",
@@ -91,24 +90,24 @@ func (e *Engine) Tick(now time.Time, overrides map[string]*znode.Override) (Eval
 	}
 	stats := e.agg.Close(now)
 	ev := Evaluation{WindowStart: start, WindowEnd: now}
-	for _, stage := range pipeline.Stages() {
-		for _, side := range pipeline.Sides() {
-			self, other := e.windowOf(stats, stage, side, start, now), e.windowOf(stats, stage, pipeline.OtherSide(side), start, now)
-			if stage != pipeline.StageAggregator {
-				self.UpstreamLagP99Ms = e.windowOf(stats, pipeline.StageAggregator, side, start, now).LagP99Ms
-				other.UpstreamLagP99Ms = e.windowOf(stats, pipeline.StageAggregator, pipeline.OtherSide(side), start, now).LagP99Ms
+	for _, stage := range contract.Stages() {
+		for _, side := range contract.Sides() {
+			self, other := e.windowOf(stats, stage, side, start, now), e.windowOf(stats, stage, contract.OtherSide(side), start, now)
+			if stage != contract.StageAggregator {
+				self.UpstreamLagP99Ms = e.windowOf(stats, contract.StageAggregator, side, start, now).LagP99Ms
+				other.UpstreamLagP99Ms = e.windowOf(stats, contract.StageAggregator, contract.OtherSide(side), start, now).LagP99Ms
 			}
 			ev.Verdicts = append(ev.Verdicts, Evaluate(e.cfg.Rules, Key{stage, side}, self, other))
 		}
 	}
-	for _, svc := range pipeline.Services() {
-		p, _ := ev.Verdict(svc, pipeline.SidePrimary)
-		s, _ := ev.Verdict(svc, pipeline.SideStandby)
-		in := Input{Verdicts: map[string]Verdict{pipeline.SidePrimary: p, pipeline.SideStandby: s}, Override: overrides[svc]}
+	for _, svc := range contract.Services() {
+		p, _ := ev.Verdict(svc, contract.SidePrimary)
+		s, _ := ev.Verdict(svc, contract.SideStandby)
+		in := Input{Verdicts: map[string]Verdict{contract.SidePrimary: p, contract.SideStandby: s}, Override: overrides[svc]}
 		d := Step(e.cfg.Decision, e.states[svc], in, now)
 		e.states[svc] = d.State
 		ev.Decisions = append(ev.Decisions, d)
-		running := map[string][]BuildSeen{pipeline.SidePrimary: p.Stats.Builds, pipeline.SideStandby: s.Stats.Builds}
+		running := map[string][]BuildSeen{contract.SidePrimary: p.Stats.Builds, contract.SideStandby: s.Stats.Builds}
 		ev.Stagger = append(ev.Stagger, CheckStagger(svc, e.cfg.Stagger.Period, running, now))
 	}
 	return ev, nil
@@ -117,9 +116,9 @@ func (e *Engine) Tick(now time.Time, overrides map[string]*znode.Override) (Eval
 // Redecide applies a change of overrides between windows: every service is
 // decided again from its last verdicts, without closing a window. Only
 // decisions with Changed set are returned.
-func (e *Engine) Redecide(now time.Time, overrides map[string]*znode.Override) []Decision {
+func (e *Engine) Redecide(now time.Time, overrides map[string]*contract.Override) []Decision {
 	var out []Decision
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		d := Step(e.cfg.Decision, e.states[svc], Input{Override: overrides[svc]}, now)
 		if d.Changed {
 			e.states[svc] = d.State

@@ -5,8 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // The rollout gate answers a rollout tool's question "may side S be
@@ -93,8 +92,8 @@ type GateRequest struct {
 // Validate checks the request; errors say what to pass.
 func (r GateRequest) Validate() error {
 	switch {
-	case !pipeline.IsSide(r.Side):
-		return fmt.Errorf("side must be %s or %s, got %q", pipeline.SidePrimary, pipeline.SideStandby, r.Side)
+	case !contract.IsSide(r.Side):
+		return fmt.Errorf("side must be %s or %s, got %q", contract.SidePrimary, contract.SideStandby, r.Side)
 	case r.Hold <= 0:
 		return fmt.Errorf("held must be a positive duration (e.g. 30m), got %s", r.Hold)
 	case r.MaxAge < 0:
@@ -109,9 +108,9 @@ func (r GateRequest) Validate() error {
 // at once, before the monitor's next window judges it.
 type GateInput struct {
 	Services   []string
-	Selections map[string]*znode.Selection
-	Overrides  map[string]*znode.Override
-	Registered []pipeline.Registration
+	Selections map[string]*contract.Selection
+	Overrides  map[string]*contract.Override
+	Registered []contract.Registration
 }
 
 // GateReason is one failing rule for one service, with its evidence.
@@ -156,14 +155,14 @@ type GateVerdict struct {
 type gateCase struct {
 	req      GateRequest
 	service  string
-	sel      *znode.Selection
-	override *znode.Override
-	self     znode.SideState
-	other    znode.SideState
+	sel      *contract.Selection
+	override *contract.Override
+	self     contract.SideState
+	other    contract.SideState
 	known    bool // the selection has a verdict of the other side
 	now      time.Time
 	// registered are the live instances of the service's stage on the other side.
-	registered []pipeline.Registration
+	registered []contract.Registration
 }
 
 // gateRules are the named predicates in the order their reasons are listed;
@@ -189,12 +188,12 @@ func Gate(req GateRequest, in GateInput, now time.Time) GateVerdict {
 	if req.MaxAge == 0 {
 		req.MaxAge = DefaultGateMaxAge
 	}
-	other := pipeline.OtherSide(req.Side)
+	other := contract.OtherSide(req.Side)
 	v := GateVerdict{Side: req.Side, Other: other, Hold: req.Hold}
 	for i, svc := range in.Services {
 		c := &gateCase{req: req, service: svc, sel: in.Selections[svc], override: in.Overrides[svc], now: now}
 		for _, r := range in.Registered {
-			if r.Side == other && r.Stage == svc && r.Role != pipeline.RoleDark {
+			if r.Side == other && r.Stage == svc && r.Role != contract.RoleDark {
 				c.registered = append(c.registered, r)
 			}
 		}
@@ -256,7 +255,7 @@ func selectionStale(c *gateCase) (string, bool) {
 }
 
 func otherSideUnhealthy(c *gateCase) (string, bool) {
-	other := pipeline.OtherSide(c.req.Side)
+	other := contract.OtherSide(c.req.Side)
 	switch {
 	case !c.known:
 		return fmt.Sprintf("%s has no verdict yet", other), true
@@ -272,7 +271,7 @@ func onlyHealthySide(c *gateCase) (string, bool) {
 }
 
 func otherSideRollingOut(c *gateCase) (string, bool) {
-	return fmt.Sprintf("%s still runs %q beside %q: its deploy has not finished", pipeline.OtherSide(c.req.Side), c.other.RollingFrom, c.other.Build),
+	return fmt.Sprintf("%s still runs %q beside %q: its deploy has not finished", contract.OtherSide(c.req.Side), c.other.RollingFrom, c.other.Build),
 		c.known && c.other.RollingFrom != ""
 }
 
@@ -290,7 +289,7 @@ func holdTooShort(c *gateCase) (string, bool) {
 	if !c.known || !c.other.Healthy {
 		return "", false // otherSideUnhealthy says why
 	}
-	other, held := pipeline.OtherSide(c.req.Side), c.held()
+	other, held := contract.OtherSide(c.req.Side), c.held()
 	build := c.other.Build
 	if build == "" {
 		build = "an unknown build"

@@ -5,13 +5,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // deploy moves a side's instances to a new build (story command).
 func (s *story) deploy(c storyCmd) {
-	if len(c.args) != 1 || !pipeline.IsSide(c.args[0]) || c.kv["build"] == "" {
+	if len(c.args) != 1 || !contract.IsSide(c.args[0]) || c.kv["build"] == "" {
 		s.fatalf("deploy SIDE build=B [instances=N] [service=S]")
 	}
 	rolled := 0
@@ -34,20 +33,20 @@ func (s *story) deploy(c storyCmd) {
 // gate asks the rollout gate from the selections as a reader of ZooKeeper
 // sees them (story command).
 func (s *story) gate(c storyCmd) {
-	if len(c.args) < 1 || !pipeline.IsSide(c.args[0]) || c.kv["held"] == "" || c.kv["ok"] == "" {
+	if len(c.args) < 1 || !contract.IsSide(c.args[0]) || c.kv["held"] == "" || c.kv["ok"] == "" {
 		s.fatalf(`gate SIDE held=DUR ok=BOOL [rules=a,b] [other_held=DUR] ["substring"]`)
 	}
 	req := GateRequest{Side: c.args[0], Hold: s.duration([]string{c.kv["held"]}, 0)}
 	if err := req.Validate(); err != nil {
 		s.fatalf("%v", err)
 	}
-	in := GateInput{Services: pipeline.Services(), Selections: map[string]*znode.Selection{}, Overrides: s.overrides}
-	for _, svc := range pipeline.Services() {
-		b, err := znode.Encode(s.engine().State(svc).Selection())
+	in := GateInput{Services: contract.Services(), Selections: map[string]*contract.Selection{}, Overrides: s.overrides}
+	for _, svc := range contract.Services() {
+		b, err := contract.Encode(s.engine().State(svc).Selection())
 		if err != nil {
 			s.fatalf("encode: %v", err)
 		}
-		sel, err := znode.DecodeSelection(b)
+		sel, err := contract.DecodeSelection(b)
 		if err != nil {
 			s.fatalf("decode: %v", err)
 		}

@@ -5,18 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // gateSel is a selection decided at decided with both sides healthy since
 // healthySince on established builds.
-func gateSel(service string, decided, healthySince time.Time) *znode.Selection {
+func gateSel(service string, decided, healthySince time.Time) *contract.Selection {
 	hs := healthySince
-	return &znode.Selection{V: znode.Version, Service: service, Active: pipeline.SidePrimary, DecidedAt: decided,
-		Sides: map[string]znode.SideState{
-			pipeline.SidePrimary: {Healthy: true, HealthySince: &hs, Build: "b1"},
-			pipeline.SideStandby: {Healthy: true, HealthySince: &hs, Build: "b1"},
+	return &contract.Selection{V: contract.ZNodeVersion, Service: service, Active: contract.SidePrimary, DecidedAt: decided,
+		Sides: map[string]contract.SideState{
+			contract.SidePrimary: {Healthy: true, HealthySince: &hs, Build: "b1"},
+			contract.SideStandby: {Healthy: true, HealthySince: &hs, Build: "b1"},
 		}}
 }
 
@@ -26,11 +25,11 @@ func gateSel(service string, decided, healthySince time.Time) *znode.Selection {
 func TestGateRules(t *testing.T) {
 	now := t0.Add(2 * time.Hour)
 	at := func(d time.Duration) *time.Time { x := now.Add(-d); return &x }
-	var registered []pipeline.Registration
+	var registered []contract.Registration
 	for _, tc := range []struct {
 		name    string
 		side    string
-		edit    func(sel *znode.Selection, ov map[string]*znode.Override)
+		edit    func(sel *contract.Selection, ov map[string]*contract.Override)
 		rules   string // failing rules of budget, in order; "" = ok
 		detail  string
 		held    time.Duration
@@ -40,41 +39,41 @@ func TestGateRules(t *testing.T) {
 		{name: "both healthy for an hour", side: "standby", held: time.Hour},
 		{name: "no selection", side: "standby", missing: true, rules: "no_selection", detail: "no monitor has published a selection yet"},
 		{name: "stale selection", side: "standby", maxAge: 10 * time.Minute,
-			edit:  func(s *znode.Selection, _ map[string]*znode.Override) { s.DecidedAt = now.Add(-11 * time.Minute) },
+			edit:  func(s *contract.Selection, _ map[string]*contract.Override) { s.DecidedAt = now.Add(-11 * time.Minute) },
 			rules: "selection_stale", detail: "last written 11m0s ago (limit 10m0s)", held: 49 * time.Minute},
 		{name: "other side never judged", side: "standby",
-			edit:  func(s *znode.Selection, _ map[string]*znode.Override) { delete(s.Sides, "primary") },
+			edit:  func(s *contract.Selection, _ map[string]*contract.Override) { delete(s.Sides, "primary") },
 			rules: "other_side_unhealthy,only_healthy_side", detail: "primary has no verdict yet"},
 		{name: "both unhealthy: no deploy of either", side: "primary",
-			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
-				s.Sides["primary"] = znode.SideState{Reasons: []string{"lag_high: p99 75000 ms > limit 60000 ms"}}
-				s.Sides["standby"] = znode.SideState{Reasons: []string{"no_heartbeat: last sample 2m0s ago"}}
+			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
+				s.Sides["primary"] = contract.SideState{Reasons: []string{"lag_high: p99 75000 ms > limit 60000 ms"}}
+				s.Sides["standby"] = contract.SideState{Reasons: []string{"no_heartbeat: last sample 2m0s ago"}}
 			},
 			rules: "other_side_unhealthy", detail: "standby is unhealthy: no_heartbeat: last sample 2m0s ago"},
 		{name: "build newer than the healthy streak", side: "standby",
-			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
+			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
 				ss := s.Sides["primary"]
 				ss.Build, ss.BuildSince = "b2", at(20*time.Minute)
 				s.Sides["primary"] = ss
 			},
 			rules: "hold_too_short", detail: `primary has been healthy on build "b2" for 20m0s, less than the hold 30m0s`, held: 20 * time.Minute},
 		{name: "healthy streak newer than the build", side: "standby",
-			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
+			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
 				ss := s.Sides["primary"]
 				ss.BuildSince, ss.HealthySince = at(90*time.Minute), at(5*time.Minute)
 				s.Sides["primary"] = ss
 			},
 			rules: "hold_too_short", detail: "for 5m0s, less than the hold", held: 5 * time.Minute},
 		{name: "rolling out", side: "primary",
-			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
+			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
 				ss := s.Sides["standby"]
 				ss.RollingFrom = "b0"
 				s.Sides["standby"] = ss
 			},
 			rules: "other_side_rolling_out", detail: `standby still runs "b0" beside "b1"`, held: time.Hour},
 		{name: "a deploy the monitor has not judged yet", side: "standby", held: time.Hour,
-			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
-				registered = []pipeline.Registration{
+			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
+				registered = []contract.Registration{
 					{Side: "primary", Role: "live", Stage: "budget", Instance: "p-0", Build: "b1"},
 					{Side: "primary", Role: "dark", Stage: "budget", Instance: "d-0", Build: "b9"},
 					{Side: "standby", Role: "live", Stage: "budget", Instance: "s-0", Build: "b9"},
@@ -83,27 +82,27 @@ func TestGateRules(t *testing.T) {
 			},
 			rules: "other_side_build_unjudged", detail: `primary instance p-1 runs "b2" since 2026-11-30T13:59:59Z, which the monitor has not judged yet (it last saw "b1")`},
 		{name: "registered instances on judged builds", side: "standby", held: time.Hour,
-			edit: func(s *znode.Selection, _ map[string]*znode.Override) {
-				registered = []pipeline.Registration{{Side: "primary", Role: "live", Stage: "budget", Instance: "p-0", Build: "b1"}}
+			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
+				registered = []contract.Registration{{Side: "primary", Role: "live", Stage: "budget", Instance: "p-0", Build: "b1"}}
 			}},
 		{name: "override pins the side", side: "standby",
-			edit: func(_ *znode.Selection, ov map[string]*znode.Override) {
-				ov["budget"] = &znode.Override{V: 1, Side: "standby", Until: now.Add(time.Minute), Reason: "maintenance", By: "alice"}
+			edit: func(_ *contract.Selection, ov map[string]*contract.Override) {
+				ov["budget"] = &contract.Override{V: 1, Side: "standby", Until: now.Add(time.Minute), Reason: "maintenance", By: "alice"}
 			},
 			rules: "override_pins_side", detail: "an operator override by alice pins it to standby until", held: time.Hour},
 		{name: "override to the other side", side: "primary", held: time.Hour,
-			edit: func(_ *znode.Selection, ov map[string]*znode.Override) {
-				ov["budget"] = &znode.Override{V: 1, Side: "standby", Until: now.Add(time.Minute), Reason: "maintenance"}
+			edit: func(_ *contract.Selection, ov map[string]*contract.Override) {
+				ov["budget"] = &contract.Override{V: 1, Side: "standby", Until: now.Add(time.Minute), Reason: "maintenance"}
 			}},
 		{name: "expired override", side: "standby", held: time.Hour,
-			edit: func(_ *znode.Selection, ov map[string]*znode.Override) {
-				ov["budget"] = &znode.Override{V: 1, Side: "standby", Until: now, Reason: "maintenance"}
+			edit: func(_ *contract.Selection, ov map[string]*contract.Override) {
+				ov["budget"] = &contract.Override{V: 1, Side: "standby", Until: now, Reason: "maintenance"}
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			registered = nil
-			in := GateInput{Services: pipeline.Services(), Selections: map[string]*znode.Selection{}, Overrides: map[string]*znode.Override{}}
-			for _, svc := range pipeline.Services() {
+			in := GateInput{Services: contract.Services(), Selections: map[string]*contract.Selection{}, Overrides: map[string]*contract.Override{}}
+			for _, svc := range contract.Services() {
 				in.Selections[svc] = gateSel(svc, now, now.Add(-time.Hour))
 			}
 			if tc.missing {
@@ -132,7 +131,7 @@ func TestGateRules(t *testing.T) {
 			if v.OtherHeld != tc.held {
 				t.Fatalf("other side held %s, want %s", v.OtherHeld, tc.held)
 			}
-			if v.Other != pipeline.OtherSide(tc.side) || len(v.Services) != 3 {
+			if v.Other != contract.OtherSide(tc.side) || len(v.Services) != 3 {
 				t.Fatalf("verdict %+v", v)
 			}
 		})

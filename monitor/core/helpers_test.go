@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // t0 is the start of every test's clock.
@@ -33,15 +33,15 @@ func healthyFleet(service, side string) fleet {
 }
 
 // samples returns one sample per instance for the sample window [ws, we).
-func (f fleet) samples(ws, we time.Time) []pipeline.HealthSample {
+func (f fleet) samples(ws, we time.Time) []contract.HealthSample {
 	if f.silent {
 		return nil
 	}
-	out := make([]pipeline.HealthSample, 0, f.instances)
+	out := make([]contract.HealthSample, 0, f.instances)
 	perInstance := int64(f.qps * we.Sub(ws).Seconds() / float64(f.instances))
 	for i := range f.instances {
-		s := pipeline.HealthSample{
-			V: pipeline.SchemaVersion, Service: f.service, Side: f.side, Role: pipeline.RoleLive,
+		s := contract.HealthSample{
+			V: contract.SchemaVersion, Service: f.service, Side: f.side, Role: contract.RoleLive,
 			Instance: fmt.Sprintf("%s-%s-%d", f.service, f.side, i), Build: f.buildOf(i),
 			TopicPartitions: f.partitions, WindowStart: ws, WindowEnd: we, Events: perInstance,
 		}
@@ -68,8 +68,8 @@ func (f fleet) buildOf(i int) string {
 }
 
 // observeN adds n lags of lagMs to h.
-func observeN(h *pipeline.LagHistogram, lagMs, n int64) {
-	var one pipeline.LagHistogram
+func observeN(h *contract.LagHistogram, lagMs, n int64) {
+	var one contract.LagHistogram
 	one.Observe(lagMs)
 	for i, c := range one.Counts {
 		h.Counts[i] += c * n

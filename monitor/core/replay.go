@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // RecordedWindow is one window of one service as the decision record keeps
@@ -62,7 +62,7 @@ func ReplayVerdicts(cfg DecisionConfig, windows []RecordedWindow) (SimResult, er
 		w := &windows[i]
 		bySvc[w.Service] = append(bySvc[w.Service], w)
 	}
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		ws := distinctWindows(bySvc[svc])
 		if len(ws) == 0 {
 			continue

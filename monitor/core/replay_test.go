@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // record runs the engine over a health history the way the monitor does and
@@ -37,7 +36,7 @@ func record(t *testing.T, cfg Config, hist []Record) []RecordedWindow {
 				t.Fatal(err)
 			}
 			w := RecordedWindow{Service: d.Service, Start: ev.WindowStart, End: ev.WindowEnd, State: st, Verdicts: map[string]RecordedVerdict{}}
-			for _, side := range pipeline.Sides() {
+			for _, side := range contract.Sides() {
 				v, _ := ev.Verdict(d.Service, side)
 				w.Verdicts[side] = RecordedVerdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), CatchingUp: v.CatchingUp, QPS: v.Stats.QPS,
 					LagP99Ms: v.Stats.LagP99Ms, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms, Build: v.Stats.NewestBuild().Build}
@@ -143,7 +142,7 @@ func TestReplayVerdictsAppliesRecordedOverrides(t *testing.T) {
 	good := map[string]RecordedVerdict{"primary": {Healthy: true, QPS: 10}, "standby": {Healthy: true, QPS: 10}}
 	st := State{Service: "pacer", Active: "primary", Preferred: "primary", Epoch: 1}
 	pinned := st
-	pinned.Override = &znode.Override{Side: "standby", Until: t0.Add(time.Hour), By: "alice", Reason: "test"}
+	pinned.Override = &contract.Override{Side: "standby", Until: t0.Add(time.Hour), By: "alice", Reason: "test"}
 	ws := []RecordedWindow{
 		{Service: "pacer", Start: t0, End: t0.Add(time.Minute), Verdicts: good, State: st},
 		{Service: "pacer", Start: t0.Add(time.Minute), End: t0.Add(2 * time.Minute), Verdicts: good, State: pinned},

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Evaluate judges one (service, side) over a closed window: every rule is
@@ -19,7 +19,7 @@ func Evaluate(r Rules, k Key, self, other WindowStats) Verdict {
 	checks := []func() (Reason, bool){
 		func() (Reason, bool) { return noHeartbeat(r, self) },
 		func() (Reason, bool) { return partitionsUncovered(r, self) },
-		func() (Reason, bool) { return inputRateLow(r, self, other, pipeline.OtherSide(k.Side)) },
+		func() (Reason, bool) { return inputRateLow(r, self, other, contract.OtherSide(k.Side)) },
 		func() (Reason, bool) { return lagHigh(r, self) },
 	}
 	for _, check := range checks {
@@ -117,7 +117,7 @@ func lagHigh(r Rules, s WindowStats) (Reason, bool) {
 // it is beyond the histogram's last bound.
 func formatLag(ms int64) string {
 	if ms == math.MaxInt64 {
-		return fmt.Sprintf("above %d ms", pipeline.LagBounds[len(pipeline.LagBounds)-1])
+		return fmt.Sprintf("above %d ms", contract.LagBounds[len(contract.LagBounds)-1])
 	}
 	return strconv.FormatInt(ms, 10) + " ms"
 }

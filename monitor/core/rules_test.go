@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // window returns healthy stats of a 2-minute window ending at t0+2m.
@@ -167,7 +167,7 @@ func TestCatchingUp(t *testing.T) {
 			if behind != tc.behind || detail != tc.detail {
 				t.Fatalf("got %v %q, want %v %q", behind, detail, tc.behind, tc.detail)
 			}
-			if v := Evaluate(rr, Key{pipeline.StageBudget, pipeline.SidePrimary}, s, window()); v.CatchingUp != tc.detail || !v.Healthy {
+			if v := Evaluate(rr, Key{contract.StageBudget, contract.SidePrimary}, s, window()); v.CatchingUp != tc.detail || !v.Healthy {
 				t.Fatalf("verdict: healthy=%v catching up %q, want healthy and %q", v.Healthy, v.CatchingUp, tc.detail)
 			}
 		})
@@ -176,7 +176,7 @@ func TestCatchingUp(t *testing.T) {
 
 func TestEvaluateVerdict(t *testing.T) {
 	r := DefaultConfig().Rules
-	k := Key{pipeline.StageBudget, pipeline.SidePrimary}
+	k := Key{contract.StageBudget, contract.SidePrimary}
 	for _, tc := range []struct {
 		name    string
 		breaks  func(*WindowStats)

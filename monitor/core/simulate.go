@@ -6,13 +6,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Record is one sample of a recorded health history with the time the
 // monitor received it (zero: use the sample's window_end).
 type Record struct {
-	Sample     pipeline.HealthSample
+	Sample     contract.HealthSample
 	ReceivedAt time.Time
 }
 
@@ -66,7 +66,7 @@ type SimResult struct {
 func Simulate(cfg Config, history []Record) (SimResult, error) {
 	recs := make([]*Record, 0, len(history))
 	for i := range history {
-		if history[i].Sample.Role == pipeline.RoleLive {
+		if history[i].Sample.Role == contract.RoleLive {
 			recs = append(recs, &history[i])
 		}
 	}
@@ -79,7 +79,7 @@ func Simulate(cfg Config, history []Record) (SimResult, error) {
 	if err != nil {
 		return SimResult{}, err
 	}
-	for _, svc := range pipeline.Services() { // the replay starts on the preferred side
+	for _, svc := range contract.Services() { // the replay starts on the preferred side
 		e.states[svc] = State{Service: svc, Active: cfg.Decision.Preferred, Preferred: cfg.Decision.Preferred, Epoch: 1}
 	}
 	res := SimResult{From: start, DegradedWindows: map[string]int{}, StaggerWindows: map[string]int{},
@@ -101,7 +101,7 @@ func Simulate(cfg Config, history []Record) (SimResult, error) {
 		res.record(ev)
 	}
 	res.Counters = e.Counters()
-	for _, svc := range pipeline.Services() {
+	for _, svc := range contract.Services() {
 		res.Final[svc] = e.State(svc)
 	}
 	return res, nil
@@ -111,7 +111,7 @@ func (r *SimResult) record(ev Evaluation) {
 	r.Windows++
 	r.To = ev.WindowEnd
 	for _, v := range ev.Verdicts {
-		if !v.Healthy && pipeline.IsService(v.Service) {
+		if !v.Healthy && contract.IsService(v.Service) {
 			r.UnhealthyWindows[v.Key.String()]++
 		}
 	}

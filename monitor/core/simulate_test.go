@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // flappingHistory records 60 minutes of every service on both sides with a
@@ -19,10 +19,10 @@ func flappingHistory() []Record {
 		we := ws.Add(10 * sec)
 		m := int(ws.Sub(t0) / time.Minute)
 		broken := m >= 10 && m < 40 && m%2 == 0
-		for _, svc := range pipeline.Services() {
-			for _, side := range pipeline.Sides() {
+		for _, svc := range contract.Services() {
+			for _, side := range contract.Sides() {
 				f := healthyFleet(svc, side)
-				if side == pipeline.SidePrimary && broken {
+				if side == contract.SidePrimary && broken {
 					f.lagMs = 90_000
 				}
 				for _, s := range f.samples(ws, we) {
@@ -120,7 +120,7 @@ func TestSimulateRejects(t *testing.T) {
 	}
 	dark := flappingHistory()[:10]
 	for i := range dark {
-		dark[i].Sample.Role = pipeline.RoleDark
+		dark[i].Sample.Role = contract.RoleDark
 	}
 	if _, err := Simulate(DefaultConfig(), dark); !errors.Is(err, ErrEmptyHistory) {
 		t.Fatalf("dark only: %v", err)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // StaggerVerdict is the staggered-deploy check of one service.
@@ -28,7 +28,7 @@ type StaggerVerdict struct {
 func CheckStagger(service string, period time.Duration, running map[string][]BuildSeen, now time.Time) StaggerVerdict {
 	v := StaggerVerdict{Service: service}
 	var fresh [2]bool
-	for i, side := range pipeline.Sides() {
+	for i, side := range contract.Sides() {
 		for _, b := range running[side] {
 			if b.FirstSeen.After(v.Newest[i].FirstSeen) || v.Newest[i].Build == "" {
 				v.Newest[i] = b

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 func TestCheckStagger(t *testing.T) {
@@ -63,7 +63,7 @@ func TestEngineFlagsSimultaneousDeploys(t *testing.T) {
 	s.build = "b2"
 	evs = feed(t, e, []fleet{p, s}, t0.Add(30*time.Minute), t0.Add(32*time.Minute), 10*sec)
 	last := evs[len(evs)-1]
-	if last.Stagger[0].Service != pipeline.StageBudget || !last.Stagger[0].Violated {
+	if last.Stagger[0].Service != contract.StageBudget || !last.Stagger[0].Violated {
 		t.Fatalf("not flagged: %+v", last.Stagger[0])
 	}
 	// the primary's build is an hour old at 70m: the flag clears

@@ -3,14 +3,13 @@ package core
 import (
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // State is the decision state of one service: the active side and the
 // hysteresis that decides when it changes. It is a value: Step returns a new
 // one and never changes its argument. It round-trips through
-// znode.Selection, so a new leader continues it.
+// contract.Selection, so a new leader continues it.
 type State struct {
 	Service   string
 	Active    string // "" before the first decision
@@ -22,7 +21,7 @@ type State struct {
 	Degraded   bool      // both sides unhealthy
 	Reason     string
 	// Override is the operator override in force at DecidedAt, if any.
-	Override *znode.Override
+	Override *contract.Override
 	// Sides holds the per-side view: [0] primary, [1] standby.
 	Sides [2]SideState
 }
@@ -58,7 +57,7 @@ type SideState struct {
 }
 
 func sideIndex(side string) int {
-	if side == pipeline.SideStandby {
+	if side == contract.SideStandby {
 		return 1
 	}
 	return 0
@@ -69,7 +68,7 @@ func (s *State) Side(side string) *SideState { return &s.Sides[sideIndex(side)] 
 
 // observe folds the verdicts of a closed window into the side states.
 func (s *State) observe(verdicts map[string]Verdict) {
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		v, ok := verdicts[side]
 		if !ok {
 			continue
@@ -117,22 +116,22 @@ func (ss *SideState) observeBuilds(builds []BuildSeen) {
 }
 
 // Selection returns the document the leader persists at /selection/<service>.
-func (s State) Selection() znode.Selection {
-	sel := znode.Selection{
-		V: znode.Version, Service: s.Service, Active: s.Active, Preferred: s.Preferred,
+func (s State) Selection() contract.Selection {
+	sel := contract.Selection{
+		V: contract.ZNodeVersion, Service: s.Service, Active: s.Active, Preferred: s.Preferred,
 		Epoch: s.Epoch, DecidedAt: s.DecidedAt, Reason: s.Reason, Degraded: s.Degraded,
-		LastSwitch: s.LastSwitch, Sides: map[string]znode.SideState{},
+		LastSwitch: s.LastSwitch, Sides: map[string]contract.SideState{},
 	}
 	if s.Override != nil {
 		o := *s.Override
 		sel.Override = &o
 	}
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		ss := s.Side(side)
 		if !ss.Known {
 			continue
 		}
-		zs := znode.SideState{
+		zs := contract.SideState{
 			Healthy: ss.Healthy, Reasons: append([]string{}, ss.Reasons...),
 			QPS: ss.QPS, LagP99Ms: ss.LagP99Ms, AggregatorLagP99Ms: ss.AggregatorLagP99Ms, Build: ss.Build,
 			UnhealthyWindows: ss.UnhealthyWindows, CatchingUp: ss.CatchingUp,
@@ -154,11 +153,11 @@ func (s State) Selection() znode.Selection {
 // StateFromSelection restores the state a leader persisted, so that a new
 // leader continues its hysteresis: healthy-since times, unhealthy-window
 // counts, epoch and last switch.
-func StateFromSelection(sel znode.Selection) (State, error) {
-	if !pipeline.IsService(sel.Service) {
+func StateFromSelection(sel contract.Selection) (State, error) {
+	if !contract.IsService(sel.Service) {
 		return State{}, fmtErr(ErrInvalidSelection, "service %q is not a service", sel.Service)
 	}
-	if !pipeline.IsSide(sel.Active) {
+	if !contract.IsSide(sel.Active) {
 		return State{}, fmtErr(ErrInvalidSelection, "active %q is not a side", sel.Active)
 	}
 	s := State{
@@ -170,7 +169,7 @@ func StateFromSelection(sel znode.Selection) (State, error) {
 		s.Override = &o
 	}
 	for side, zs := range sel.Sides {
-		if !pipeline.IsSide(side) {
+		if !contract.IsSide(side) {
 			return State{}, fmtErr(ErrInvalidSelection, "sides has key %q", side)
 		}
 		ss := s.Side(side)

@@ -42,8 +42,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 func TestStories(t *testing.T) {
@@ -170,16 +169,16 @@ type story struct {
 	eng       *Engine
 	now       time.Time
 	conds     map[Key]*condition
-	overrides map[string]*znode.Override
+	overrides map[string]*contract.Override
 	switches  map[string]int
 	last      map[string]Decision
 }
 
 func newStory(t *testing.T, file string) *story {
 	s := &story{t: t, file: file, cfg: DefaultConfig(), now: t0, conds: map[Key]*condition{},
-		overrides: map[string]*znode.Override{}, switches: map[string]int{}, last: map[string]Decision{}}
-	for _, svc := range pipeline.Services() {
-		for _, side := range pipeline.Sides() {
+		overrides: map[string]*contract.Override{}, switches: map[string]int{}, last: map[string]Decision{}}
+	for _, svc := range contract.Services() {
+		for _, side := range contract.Sides() {
 			s.conds[Key{svc, side}] = &condition{fleet: healthyFleet(svc, side), healthy: true}
 		}
 	}
@@ -234,7 +233,7 @@ func (s *story) run(cmds []storyCmd) {
 		case "expect-reason":
 			s.expectReason(c)
 		case "print":
-			for _, svc := range pipeline.Services() {
+			for _, svc := range contract.Services() {
 				st := s.engine().State(svc)
 				s.t.Logf("%s +%s %s: active=%s epoch=%d degraded=%v reason=%q", s.file, s.now.Sub(t0), svc, st.Active, st.Epoch, st.Degraded, st.Reason)
 			}
@@ -257,12 +256,12 @@ func (s *story) duration(args []string, i int) time.Duration {
 
 func (s *story) services(c storyCmd) []string {
 	if svc, ok := c.kv["service"]; ok {
-		if !pipeline.IsService(svc) {
+		if !contract.IsService(svc) {
 			s.fatalf("unknown service %q", svc)
 		}
 		return []string{svc}
 	}
-	return pipeline.Services()
+	return contract.Services()
 }
 
 func (s *story) config(c storyCmd) {
@@ -300,7 +299,7 @@ func (s *story) config(c storyCmd) {
 }
 
 func (s *story) observe(c storyCmd) {
-	if len(c.args) < 2 || !pipeline.IsSide(c.args[0]) {
+	if len(c.args) < 2 || !contract.IsSide(c.args[0]) {
 		s.fatalf("observe SIDE healthy|unhealthy RULE...")
 	}
 	side := c.args[0]
@@ -388,8 +387,8 @@ func (s *story) advance(d time.Duration) {
 
 func (s *story) keys() []Key {
 	var ks []Key
-	for _, svc := range pipeline.Services() {
-		for _, side := range pipeline.Sides() {
+	for _, svc := range contract.Services() {
+		for _, side := range contract.Sides() {
 			ks = append(ks, Key{svc, side})
 		}
 	}
@@ -432,11 +431,11 @@ func (s *story) note(ds []Decision) {
 func (s *story) redecide() { s.note(s.engine().Redecide(s.now, s.overrides)) }
 
 func (s *story) override(c storyCmd) {
-	if len(c.args) != 3 || !pipeline.IsSide(c.args[0]) || c.args[1] != "for" {
+	if len(c.args) != 3 || !contract.IsSide(c.args[0]) || c.args[1] != "for" {
 		s.fatalf("override SIDE for DUR")
 	}
 	for _, svc := range s.services(c) {
-		s.overrides[svc] = &znode.Override{V: znode.Version, Side: c.args[0], Until: s.now.Add(s.duration(c.args, 2)),
+		s.overrides[svc] = &contract.Override{V: contract.ZNodeVersion, Side: c.args[0], Until: s.now.Add(s.duration(c.args, 2)),
 			Reason: cmpOr(c.kv["reason"], "story"), By: cmpOr(c.kv["by"], "oncall")}
 	}
 	s.redecide()
@@ -457,12 +456,12 @@ func (s *story) newLeader() {
 	if err != nil {
 		s.fatalf("%v", err)
 	}
-	for _, svc := range pipeline.Services() {
-		b, err := znode.Encode(old.State(svc).Selection())
+	for _, svc := range contract.Services() {
+		b, err := contract.Encode(old.State(svc).Selection())
 		if err != nil {
 			s.fatalf("encode: %v", err)
 		}
-		sel, err := znode.DecodeSelection(b)
+		sel, err := contract.DecodeSelection(b)
 		if err != nil {
 			s.fatalf("decode: %v", err)
 		}

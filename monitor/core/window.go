@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Outcome says what the aggregation did with one sample.
@@ -62,7 +62,7 @@ type WindowStats struct {
 	// QPS is Events over the window's length.
 	QPS float64
 	// Lag merges the lag histograms of every merged sample.
-	Lag      pipeline.LagHistogram
+	Lag      contract.LagHistogram
 	LagMaxMs int64
 	// LagP99Ms is the merged p99: the upper bound of the histogram bucket
 	// holding it, capped by LagMaxMs (the p99 is never above the max).
@@ -119,7 +119,7 @@ type series struct {
 	// current window
 	samples, dups int
 	events        int64
-	lag           pipeline.LagHistogram
+	lag           contract.LagHistogram
 	lagMax        int64
 	// across windows
 	lastSeen  time.Time
@@ -160,9 +160,9 @@ func (a *Aggregator) WindowStart() time.Time { return a.start }
 // Add merges one sample received at receivedAt into the current window.
 // A sample is a duplicate when its instance already reported the same
 // window_start, or one older than what the aggregator still remembers.
-func (a *Aggregator) Add(s *pipeline.HealthSample, receivedAt time.Time) Outcome {
+func (a *Aggregator) Add(s *contract.HealthSample, receivedAt time.Time) Outcome {
 	a.counters.Steps++
-	if s.Role != pipeline.RoleLive || !pipeline.IsStage(s.Service) || !pipeline.IsSide(s.Side) || s.Instance == "" {
+	if s.Role != contract.RoleLive || !contract.IsStage(s.Service) || !contract.IsSide(s.Side) || s.Instance == "" {
 		a.counters.Ignored++
 		return OutcomeIgnored
 	}
@@ -208,7 +208,7 @@ func (a *Aggregator) seriesOf(k Key) *series {
 }
 
 // updateInstance moves the instance's partitions and build to its latest sample.
-func (a *Aggregator) updateInstance(sr *series, in *instance, s *pipeline.HealthSample, at time.Time) {
+func (a *Aggregator) updateInstance(sr *series, in *instance, s *contract.HealthSample, at time.Time) {
 	if in.live {
 		sr.cov.add(in.partitions, -1)
 	}
@@ -336,5 +336,5 @@ func (sr *series) stats(start, end time.Time) WindowStats {
 
 func (sr *series) reset() {
 	sr.samples, sr.dups, sr.events, sr.lagMax = 0, 0, 0, 0
-	sr.lag = pipeline.LagHistogram{}
+	sr.lag = contract.LagHistogram{}
 }

@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 const sec = time.Second
 
 // addAll adds samples received at at.
-func addAll(a *Aggregator, ss []pipeline.HealthSample, at time.Time) {
+func addAll(a *Aggregator, ss []contract.HealthSample, at time.Time) {
 	for i := range ss {
 		a.Add(&ss[i], at)
 	}
@@ -27,12 +27,12 @@ func run(a *Aggregator, fleets []fleet, from time.Time, d time.Duration) {
 	}
 }
 
-var budgetPrimary = Key{pipeline.StageBudget, pipeline.SidePrimary}
+var budgetPrimary = Key{contract.StageBudget, contract.SidePrimary}
 
 func TestWindowMergesInstances(t *testing.T) {
 	cfg := DefaultConfig()
 	a := NewAggregator(cfg, t0)
-	f := healthyFleet(pipeline.StageBudget, pipeline.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
 	f.instances, f.qps, f.lagMs = 4, 200, 75_000
 	run(a, []fleet{f}, t0, 2*time.Minute)
 	s := a.Close(t0.Add(2 * time.Minute))[budgetPrimary]
@@ -69,11 +69,11 @@ func TestWindowP99FromMergedHistograms(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAggregator(DefaultConfig(), t0)
-			fast := pipeline.HealthSample{V: 1, Service: "budget", Side: "primary", Role: "live", Instance: "a",
+			fast := contract.HealthSample{V: 1, Service: "budget", Side: "primary", Role: "live", Instance: "a",
 				WindowStart: t0, WindowEnd: t0.Add(10 * sec), Events: 1000 - tc.slow, LagMsMax: 50}
 			observeN(&fast.LagMs, 50, 1000-tc.slow)
 			slow := fast
-			slow.Instance, slow.Events, slow.LagMsMax, slow.LagMs = "b", tc.slow, 75_000, pipeline.LagHistogram{}
+			slow.Instance, slow.Events, slow.LagMsMax, slow.LagMs = "b", tc.slow, 75_000, contract.LagHistogram{}
 			observeN(&slow.LagMs, 75_000, tc.slow)
 			a.Add(&fast, t0.Add(10*sec))
 			a.Add(&slow, t0.Add(10*sec))
@@ -92,8 +92,8 @@ func TestWindowP99FromMergedHistograms(t *testing.T) {
 // must not count twice, in the same window or the next.
 func TestWindowDropsDuplicates(t *testing.T) {
 	a := NewAggregator(DefaultConfig(), t0)
-	f := healthyFleet(pipeline.StageBudget, pipeline.SidePrimary)
-	var sent []pipeline.HealthSample
+	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
+	var sent []contract.HealthSample
 	for ws := t0; ws.Before(t0.Add(2 * time.Minute)); ws = ws.Add(10 * sec) {
 		ss := f.samples(ws, ws.Add(10*sec))
 		addAll(a, ss, ws.Add(10*sec))
@@ -118,7 +118,7 @@ func TestWindowDropsDuplicates(t *testing.T) {
 
 func TestWindowAcceptsOutOfOrderOnce(t *testing.T) {
 	a := NewAggregator(DefaultConfig(), t0)
-	f := healthyFleet(pipeline.StageBudget, pipeline.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
 	f.instances = 1
 	late := f.samples(t0, t0.Add(10*sec))
 	late[0].Partitions, late[0].Build = nil, "b0" // stale assignment and build
@@ -148,8 +148,8 @@ func TestNSamplesMakeNAggregationSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fleets []fleet
-	for _, svc := range pipeline.Stages() {
-		for _, side := range pipeline.Sides() {
+	for _, svc := range contract.Stages() {
+		for _, side := range contract.Sides() {
 			fleets = append(fleets, healthyFleet(svc, side))
 		}
 	}
@@ -180,10 +180,10 @@ func TestNSamplesMakeNAggregationSteps(t *testing.T) {
 
 func TestWindowIgnoresDarkAndUnknown(t *testing.T) {
 	a := NewAggregator(DefaultConfig(), t0)
-	f := healthyFleet(pipeline.StageBudget, pipeline.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
 	ss := f.samples(t0, t0.Add(10*sec))
 	dark := ss[0]
-	dark.Role = pipeline.RoleDark
+	dark.Role = contract.RoleDark
 	odd := ss[1]
 	odd.Side = "blue"
 	if a.Add(&dark, t0) != OutcomeIgnored || a.Add(&odd, t0) != OutcomeIgnored {
@@ -199,8 +199,8 @@ func TestWindowIgnoresDarkAndUnknown(t *testing.T) {
 // gap outlasts the grace.
 func TestCoverageRebalanceVersusLoss(t *testing.T) {
 	cfg := DefaultConfig()
-	sample := func(inst string, ws time.Time, parts ...int32) pipeline.HealthSample {
-		return pipeline.HealthSample{V: 1, Service: "budget", Side: "primary", Role: "live", Instance: inst, Build: "b1",
+	sample := func(inst string, ws time.Time, parts ...int32) contract.HealthSample {
+		return contract.HealthSample{V: 1, Service: "budget", Side: "primary", Role: "live", Instance: inst, Build: "b1",
 			Partitions: parts, TopicPartitions: 4, WindowStart: ws, WindowEnd: ws.Add(10 * sec), Events: 1000}
 	}
 	t.Run("rebalance after a kill", func(t *testing.T) {
@@ -209,11 +209,11 @@ func TestCoverageRebalanceVersusLoss(t *testing.T) {
 			at := ws.Add(10 * sec)
 			switch {
 			case ws.Before(t0.Add(30 * sec)): // a: 0,1  b: 2,3
-				addAll(a, []pipeline.HealthSample{sample("a", ws, 0, 1), sample("b", ws, 2, 3)}, at)
+				addAll(a, []contract.HealthSample{sample("a", ws, 0, 1), sample("b", ws, 2, 3)}, at)
 			case ws.Before(t0.Add(40 * sec)): // b killed; a in goka's rebalance: nothing assigned
-				addAll(a, []pipeline.HealthSample{sample("a", ws)}, at)
+				addAll(a, []contract.HealthSample{sample("a", ws)}, at)
 			default: // a took everything 16 s after the kill
-				addAll(a, []pipeline.HealthSample{sample("a", ws, 0, 1, 2, 3)}, at)
+				addAll(a, []contract.HealthSample{sample("a", ws, 0, 1, 2, 3)}, at)
 			}
 		}
 		s := a.Close(t0.Add(2 * time.Minute))[budgetPrimary]
@@ -226,8 +226,8 @@ func TestCoverageRebalanceVersusLoss(t *testing.T) {
 	})
 	t.Run("window closes in the middle of a rebalance", func(t *testing.T) {
 		a := NewAggregator(cfg, t0)
-		addAll(a, []pipeline.HealthSample{sample("a", t0, 0, 1), sample("b", t0, 2, 3)}, t0.Add(10*sec))
-		addAll(a, []pipeline.HealthSample{sample("a", t0.Add(10*sec)), sample("b", t0.Add(10*sec))}, t0.Add(20*sec))
+		addAll(a, []contract.HealthSample{sample("a", t0, 0, 1), sample("b", t0, 2, 3)}, t0.Add(10*sec))
+		addAll(a, []contract.HealthSample{sample("a", t0.Add(10*sec)), sample("b", t0.Add(10*sec))}, t0.Add(20*sec))
 		s := a.Close(t0.Add(36 * sec))[budgetPrimary]
 		if s.UnassignedCount != 4 || !s.UnassignedSince.Equal(t0.Add(20*sec)) {
 			t.Fatalf("unassigned %d since %v", s.UnassignedCount, s.UnassignedSince.Sub(t0))
@@ -239,7 +239,7 @@ func TestCoverageRebalanceVersusLoss(t *testing.T) {
 	t.Run("partitions of a dead instance never move", func(t *testing.T) {
 		a := NewAggregator(cfg, t0)
 		for ws := t0; ws.Before(t0.Add(2 * time.Minute)); ws = ws.Add(10 * sec) {
-			ss := []pipeline.HealthSample{sample("a", ws, 0, 1)}
+			ss := []contract.HealthSample{sample("a", ws, 0, 1)}
 			if ws.Before(t0.Add(30 * sec)) {
 				ss = append(ss, sample("b", ws, 2, 3))
 			}
@@ -262,7 +262,7 @@ func TestCoverageRebalanceVersusLoss(t *testing.T) {
 			if !ws.Before(t0.Add(60 * sec)) {
 				parts = []int32{2}
 			}
-			addAll(a, []pipeline.HealthSample{sample("a", ws, 0, 1), sample("b", ws, parts...)}, ws.Add(10*sec))
+			addAll(a, []contract.HealthSample{sample("a", ws, 0, 1), sample("b", ws, parts...)}, ws.Add(10*sec))
 		}
 		s := a.Close(t0.Add(2 * time.Minute))[budgetPrimary]
 		if !s.UnassignedSince.Equal(t0.Add(70*sec)) || s.UnassignedCount != 1 || s.Instances != 2 {
@@ -278,7 +278,7 @@ func TestCoverageRebalanceVersusLoss(t *testing.T) {
 // shows up later is first seen when its first sample arrives.
 func TestWindowBuildsFirstSeen(t *testing.T) {
 	a := NewAggregator(DefaultConfig(), t0)
-	f := healthyFleet(pipeline.StageBudget, pipeline.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
 	run(a, []fleet{f}, t0, time.Minute)
 	// a rolling deploy: instance 0 restarts with b2 at 60 s, instance 1 at 80 s
 	for ws := t0.Add(time.Minute); ws.Before(t0.Add(2 * time.Minute)); ws = ws.Add(10 * sec) {
@@ -308,7 +308,7 @@ func TestWindowBuildComesBack(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Stagger.Period = 10 * time.Minute
 	a := NewAggregator(cfg, t0)
-	f := healthyFleet(pipeline.StageBudget, pipeline.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
 	deploy := func(build string, from, to time.Duration) (last WindowStats) {
 		f.build = build
 		for at := from; at < to; at += time.Minute {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Changes returns the entries for what changed between the selection
@@ -13,7 +13,7 @@ import (
 // failover, return, override or initial), degraded on or off, an override
 // applied or ended, the stagger flag raised or cleared. Nothing changed:
 // no entry. RecordedBy and RecordedAt are left for the writer.
-func Changes(prev *znode.Selection, next znode.Selection, cause string) []Entry {
+func Changes(prev *contract.Selection, next contract.Selection, cause string) []Entry {
 	base := Entry{V: Version, Service: next.Service, Epoch: next.Epoch, At: next.DecidedAt, Selection: next}
 	var out []Entry
 	if prev == nil || prev.Active != next.Active {
@@ -31,7 +31,7 @@ func Changes(prev *znode.Selection, next znode.Selection, cause string) []Entry 
 	}
 	was := prev
 	if was == nil {
-		was = &znode.Selection{}
+		was = &contract.Selection{}
 	}
 	if was.Degraded != next.Degraded {
 		detail := "both sides unhealthy: " + next.Reason
@@ -66,7 +66,7 @@ func flag(base Entry, kind Kind, on bool, detail string) Entry {
 	return e
 }
 
-func sameOverride(a, b *znode.Override) bool {
+func sameOverride(a, b *contract.Override) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -75,7 +75,7 @@ func sameOverride(a, b *znode.Override) bool {
 
 // WindowEntry returns the entry of one window of sel.Service that ended at
 // end: both sides' verdicts and sel, the selection decided with it.
-func WindowEntry(sel znode.Selection, start, end time.Time, verdicts map[string]Verdict, th Thresholds) Entry {
+func WindowEntry(sel contract.Selection, start, end time.Time, verdicts map[string]Verdict, th Thresholds) Entry {
 	w := &Window{Start: start, End: end, Verdicts: verdicts, Decision: th}
 	return Entry{V: Version, ID: WindowID(sel.Service, sel.Epoch, end), Kind: KindWindow, Service: sel.Service,
 		At: end, Epoch: sel.Epoch, Detail: w.Summary(sel.Active), Selection: sel, Window: w}

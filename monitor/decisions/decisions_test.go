@@ -11,16 +11,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
-	"github.com/hotpair/hotpair/internal/znode"
 )
 
 var t0 = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 
-func sel(active string, epoch int64, at time.Time) znode.Selection {
-	return znode.Selection{V: 1, Service: "budget", Active: active, Preferred: "primary", Epoch: epoch, DecidedAt: at,
-		Reason: "because", Sides: map[string]znode.SideState{
+func sel(active string, epoch int64, at time.Time) contract.Selection {
+	return contract.Selection{V: 1, Service: "budget", Active: active, Preferred: "primary", Epoch: epoch, DecidedAt: at,
+		Reason: "because", Sides: map[string]contract.SideState{
 			"primary": {Healthy: active == "primary", QPS: 10, LagP99Ms: 40},
 			"standby": {Healthy: true, QPS: 12, LagP99Ms: 30},
 		}}
@@ -33,13 +33,13 @@ func TestChanges(t *testing.T) {
 	degraded := failover
 	degraded.Degraded, degraded.DecidedAt = true, t0.Add(4*time.Minute)
 	over := failover
-	over.Override = &znode.Override{V: 1, Side: "standby", Until: t0.Add(time.Hour), Reason: "pin", By: "alice"}
+	over.Override = &contract.Override{V: 1, Side: "standby", Until: t0.Add(time.Hour), Reason: "pin", By: "alice"}
 	stag := failover
 	stag.StaggerViolation = "both sides took a new build"
 	for _, tc := range []struct {
 		name       string
-		prev       *znode.Selection
-		next       znode.Selection
+		prev       *contract.Selection
+		next       contract.Selection
 		cause      string
 		ids, kinds []string
 	}{

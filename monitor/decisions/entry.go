@@ -5,7 +5,7 @@
 // flag) and one per evaluation window with both sides' verdicts. The
 // monitor writes it; the on-call page, GET /api/v1/history, `hotpair
 // history` and `hotpair monitor simulate --source record` read it. Like
-// package znode for ZooKeeper, every writer and reader goes through these
+// package contract for records and znodes, every writer and reader goes through these
 // types. docs/monitor.md documents the format.
 package decisions
 
@@ -19,8 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
-	"github.com/hotpair/hotpair/pipeline"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Topic is the record's topic name (prefixed like every topic).
@@ -74,8 +73,8 @@ type Entry struct {
 	// On is set on degraded, override and stagger entries: began (true) or ended.
 	On *bool `json:"on,omitempty"`
 	// Detail says what happened in one line, for people.
-	Detail    string          `json:"detail"`
-	Selection znode.Selection `json:"selection"`
+	Detail    string             `json:"detail"`
+	Selection contract.Selection `json:"selection"`
 	// Window is set on window entries.
 	Window *Window `json:"window,omitempty"`
 	// RecordedBy is the monitor replica that appended the entry, RecordedAt
@@ -210,13 +209,13 @@ func (e *Entry) check() error {
 		return errors.New(`no "id"`)
 	case !slices.Contains(Kinds(), e.Kind):
 		return fmt.Errorf("kind %q is none of %v", e.Kind, Kinds())
-	case !pipeline.IsService(e.Service):
+	case !contract.IsService(e.Service):
 		return fmt.Errorf("service %q is not a service", e.Service)
 	case e.At.IsZero():
 		return errors.New(`no "at"`)
-	case !pipeline.IsSide(e.Selection.Active):
+	case !contract.IsSide(e.Selection.Active):
 		return fmt.Errorf("selection.active %q is not a side", e.Selection.Active)
-	case e.Kind == KindSwitch && !pipeline.IsSide(e.To):
+	case e.Kind == KindSwitch && !contract.IsSide(e.To):
 		return fmt.Errorf("switch to %q, not a side", e.To)
 	case (e.Kind == KindDegraded || e.Kind == KindOverride || e.Kind == KindStagger) && e.On == nil:
 		return fmt.Errorf(`%s entry without "on"`, e.Kind)
@@ -230,7 +229,7 @@ func (e *Entry) check() error {
 // failing rules, and the active side.
 func (w *Window) Summary(active string) string {
 	var parts []string
-	for _, side := range pipeline.Sides() {
+	for _, side := range contract.Sides() {
 		v, ok := w.Verdicts[side]
 		switch {
 		case !ok:

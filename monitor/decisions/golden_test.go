@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/znode"
+	"github.com/hotpair/hotpair/contract"
 )
 
 var update = goflag.Bool("update", false, "rewrite the golden files")
@@ -18,8 +18,8 @@ var update = goflag.Bool("update", false, "rewrite the golden files")
 func TestEntriesMatchGolden(t *testing.T) {
 	at := time.Date(2026, 3, 14, 9, 26, 53, 589793238, time.UTC)
 	on := true
-	sel := znode.Selection{V: 1, Service: "budget", Active: "standby", Preferred: "primary", Epoch: 3, DecidedAt: at,
-		Reason: "failover", Sides: map[string]znode.SideState{"primary": {Reasons: []string{"input_rate_low: 0 < 0.5 × 10"}},
+	sel := contract.Selection{V: 1, Service: "budget", Active: "standby", Preferred: "primary", Epoch: 3, DecidedAt: at,
+		Reason: "failover", Sides: map[string]contract.SideState{"primary": {Reasons: []string{"input_rate_low: 0 < 0.5 × 10"}},
 			"standby": {Healthy: true, Reasons: []string{}}}}
 	entries := map[string]Entry{
 		"switch": {ID: SwitchID("budget", 3), Kind: KindSwitch, Service: "budget", At: at, Epoch: 3, From: "primary", To: "standby",

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/pipeline"
@@ -22,8 +23,8 @@ import (
 func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload, res *Result) error {
 	reg := prometheus.NewRegistry()
 	p, err := pipeline.New(pipeline.Options{
-		Brokers: brokers, Side: pipeline.SidePrimary, Instance: "bench",
-		Stages:     []string{pipeline.StageAggregator, pipeline.StageBudget},
+		Brokers: brokers, Side: contract.SidePrimary, Instance: "bench",
+		Stages:     []string{contract.StageAggregator, contract.StageBudget},
 		Partitions: cfg.Partitions, Replication: 1, CreateTopics: true,
 		Storage: statestore.Config{Backend: statestore.BackendMemory},
 		Window:  window, Lateness: lateness,
@@ -33,7 +34,7 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 		return err
 	}
 	// The reader starts first, so the topic must exist.
-	statusTopic := pipeline.TopicsWithPrefix("").BudgetStatus
+	statusTopic := contract.TopicsWithPrefix("").BudgetStatus
 	if err := kafka.EnsureTopics(ctx, brokers, cfg.Partitions, 1, kafka.TopicSpec{Name: statusTopic, Compacted: true}); err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 	defer func() { cancel(); <-stopped }()
 
 	m := metricsOf(reg)
-	if err := m.await(ctx, func() bool { return m.get("hotpair_stage_events_total", pipeline.StageAggregator) > 0 }); err != nil {
+	if err := m.await(ctx, func() bool { return m.get("hotpair_stage_events_total", contract.StageAggregator) > 0 }); err != nil {
 		return fmt.Errorf("no ad event consumed: %w", err)
 	}
 	stop, err := cfg.profile()
@@ -65,9 +66,9 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 		return fmt.Errorf("backlog: %w", err)
 	}
 	res.Pipeline = rate(w.records(), wall, cpu)
-	res.Windows = int(m.get("hotpair_stage_outputs_total", pipeline.StageAggregator))
-	res.Wakeups = int(m.get("hotpair_stage_wakeups_total", pipeline.StageAggregator))
-	if late := m.get("hotpair_late_events_total", pipeline.StageAggregator); late > 0 {
+	res.Windows = int(m.get("hotpair_stage_outputs_total", contract.StageAggregator))
+	res.Wakeups = int(m.get("hotpair_stage_wakeups_total", contract.StageAggregator))
+	if late := m.get("hotpair_late_events_total", contract.StageAggregator); late > 0 {
 		return fmt.Errorf("%v ad events were late: the backlog's windows were not all closed on the partition clock", late)
 	}
 	backlog := m.snapshot()
@@ -91,7 +92,7 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 	}
 	steady := m.snapshot()
 	res.Steady = steady.latencies(backlog, rd.hops(phaseSteady))
-	statuses := int(m.get("hotpair_stage_outputs_total", pipeline.StageBudget))
+	statuses := int(m.get("hotpair_stage_outputs_total", contract.StageBudget))
 
 	// Idle: one probe at a time, each awaited at the reader.
 	rd.setPhase(phaseIdle)
@@ -126,9 +127,9 @@ func (m pipeMetrics) get(name, service string) float64 {
 // awaitWindows waits until the aggregator consumed records ad events and
 // emitted windows SpendEvents, and the budget enforcer applied them all.
 func (m pipeMetrics) awaitWindows(ctx context.Context, records, windows int) error {
-	agg := func() float64 { return m.get("hotpair_stage_events_total", pipeline.StageAggregator) }
-	emitted := func() float64 { return m.get("hotpair_stage_outputs_total", pipeline.StageAggregator) }
-	applied := func() float64 { return m.get("hotpair_stage_events_total", pipeline.StageBudget) }
+	agg := func() float64 { return m.get("hotpair_stage_events_total", contract.StageAggregator) }
+	emitted := func() float64 { return m.get("hotpair_stage_outputs_total", contract.StageAggregator) }
+	applied := func() float64 { return m.get("hotpair_stage_events_total", contract.StageBudget) }
 	err := m.await(ctx, func() bool {
 		e := emitted()
 		return int(agg()) == records && int(e) >= windows && applied() == e
@@ -168,9 +169,9 @@ func (m pipeMetrics) snapshot() snapshots {
 		return metricvalue.NativeOf(h)
 	}
 	return snapshots{
-		ingestHop:     get("hotpair_stage_hop_lag_seconds", pipeline.StageAggregator),
-		spendHop:      get("hotpair_stage_hop_lag_seconds", pipeline.StageBudget),
-		closeToStatus: get("hotpair_window_output_latency_seconds", pipeline.StageBudget),
+		ingestHop:     get("hotpair_stage_hop_lag_seconds", contract.StageAggregator),
+		spendHop:      get("hotpair_stage_hop_lag_seconds", contract.StageBudget),
+		closeToStatus: get("hotpair_window_output_latency_seconds", contract.StageBudget),
 	}
 }
 

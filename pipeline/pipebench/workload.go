@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
-	"github.com/hotpair/hotpair/pipeline"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -190,7 +190,7 @@ func checkSpend(latest map[string][]byte, truth map[string]int64) error {
 		if !ok {
 			return fmt.Errorf("campaign %s has no budget status", c)
 		}
-		st, err := pipeline.DecodeBudgetStatus(v)
+		st, err := contract.DecodeBudgetStatus(v)
 		if err != nil {
 			return fmt.Errorf("budget status of %s: %w", c, err)
 		}

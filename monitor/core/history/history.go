@@ -12,8 +12,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor/core"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // ErrBadLine is wrapped by ReadJSONLines for a line that is not a valid sample.
@@ -21,7 +21,7 @@ var ErrBadLine = errors.New("history: bad line")
 
 // line is the JSON-lines format: a HealthSample with one more field.
 type line struct {
-	pipeline.HealthSample
+	contract.HealthSample
 	ReceivedAt *time.Time `json:"received_at,omitempty"`
 }
 
@@ -30,14 +30,14 @@ type line struct {
 // valid sample is an error naming its line number.
 func ReadJSONLines(r io.Reader) ([]core.Record, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), pipeline.MaxValueBytes+4096)
+	sc.Buffer(make([]byte, 0, 64<<10), contract.MaxValueBytes+4096)
 	var out []core.Record
 	for n := 1; sc.Scan(); n++ {
 		b := sc.Bytes()
 		if len(trimSpace(b)) == 0 {
 			continue
 		}
-		s, err := pipeline.DecodeHealthSample(b)
+		s, err := contract.DecodeHealthSample(b)
 		if err != nil {
 			return nil, fmt.Errorf("%w %d: %v", ErrBadLine, n, err)
 		}

@@ -12,16 +12,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/monitor/core"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func sample(side, inst string, ws time.Time) pipeline.HealthSample {
-	s := pipeline.HealthSample{V: 1, Service: "budget", Side: side, Role: "live", Instance: inst, Build: "b1",
+func sample(side, inst string, ws time.Time) contract.HealthSample {
+	s := contract.HealthSample{V: 1, Service: "budget", Side: side, Role: "live", Instance: inst, Build: "b1",
 		Partitions: []int32{0, 1}, TopicPartitions: 2, WindowStart: ws, WindowEnd: ws.Add(10 * time.Second),
 		Events: 1000, LagMsMax: 70}
 	for range 1000 {
@@ -53,7 +53,7 @@ func TestJSONLinesRoundTrip(t *testing.T) {
 }
 
 func TestReadJSONLinesNamesTheBadLine(t *testing.T) {
-	good, _ := pipeline.Encode(sample("primary", "a", t0))
+	good, _ := contract.Encode(sample("primary", "a", t0))
 	for _, tc := range []struct{ name, text, want string }{
 		{"not json", string(good) + "\n{oops\n", "line 2"},
 		{"missing field", string(good) + "\n" + strings.Replace(string(good), `"instance":"a",`, "", 1) + "\n", `line 2: missing_field: field "instance"`},
@@ -73,7 +73,7 @@ func TestReadJSONLinesNamesTheBadLine(t *testing.T) {
 func produce(t *testing.T, brokers []string, side string, n int) {
 	t.Helper()
 	ctx := context.Background()
-	topic := pipeline.TopicsWithPrefix("").Health
+	topic := contract.TopicsWithPrefix("").Health
 	if err := kafka.EnsureTopics(ctx, brokers, 3, 1, kafka.TopicSpec{Name: topic}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +83,11 @@ func produce(t *testing.T, brokers []string, side string, n int) {
 		ws := t0.Add(time.Duration(i) * 10 * time.Second)
 		for _, inst := range []string{"a", "b"} {
 			s := sample(side, inst, ws)
-			b, _ := pipeline.Encode(s)
+			b, _ := contract.Encode(s)
 			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(s.Key()), Value: b, Timestamp: s.WindowEnd.Add(time.Millisecond)})
 		}
 	}
-	wrong, _ := pipeline.Encode(sample(pipeline.OtherSide(side), "x", t0))
+	wrong, _ := contract.Encode(sample(contract.OtherSide(side), "x", t0))
 	recs = append(recs, &kgo.Record{Topic: topic, Value: []byte("{not a sample"), Timestamp: t0.Add(time.Hour)},
 		&kgo.Record{Topic: topic, Value: wrong, Timestamp: t0.Add(time.Hour)})
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/decisions"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // RecordStats counts what was read from a file of the decision record.
@@ -27,7 +27,7 @@ type RecordStats struct {
 func ReadRecordJSONLines(r io.Reader) ([]decisions.Entry, RecordStats, error) {
 	var st RecordStats
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), pipeline.MaxValueBytes+4096)
+	sc.Buffer(make([]byte, 0, 64<<10), contract.MaxValueBytes+4096)
 	var out []decisions.Entry
 	for sc.Scan() {
 		b := trimSpace(sc.Bytes())

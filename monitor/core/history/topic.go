@@ -8,9 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/monitor/core"
-	"github.com/hotpair/hotpair/pipeline"
 )
 
 // ErrNoTopic is returned by ReadTopic when the health topic does not exist.
@@ -44,7 +44,7 @@ type TopicStats struct {
 func ReadTopic(ctx context.Context, o TopicOptions) ([]core.Record, TopicStats, error) {
 	var st TopicStats
 	if o.Topic == "" {
-		o.Topic = pipeline.TopicsWithPrefix("").Health
+		o.Topic = contract.TopicsWithPrefix("").Health
 	}
 	if o.ClientID == "" {
 		o.ClientID = "hotpair-simulate"
@@ -57,7 +57,7 @@ func ReadTopic(ctx context.Context, o TopicOptions) ([]core.Record, TopicStats, 
 	var out []core.Record
 	err = kafka.ReadRange(ctx, cl, o.Topic, o.Since, func(r *kgo.Record) bool {
 		st.Records++
-		s, err := pipeline.DecodeHealthSample(r.Value)
+		s, err := contract.DecodeHealthSample(r.Value)
 		switch {
 		case err != nil:
 			st.Bad++

@@ -1,4 +1,4 @@
-package pipeline
+package contract
 
 import (
 	"bytes"
@@ -42,18 +42,25 @@ func TestRecordsMatchGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		file := filepath.Join("testdata", "golden", name+".json")
-		if *update {
-			if err := os.WriteFile(file, append(got, '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(file)
-		if err != nil {
+		checkGolden(t, name, got)
+	}
+}
+
+// checkGolden compares got with testdata/golden/<name>.json (-update
+// rewrites it).
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	file := filepath.Join("testdata", "golden", name+".json")
+	if *update {
+		if err := os.WriteFile(file, append(got, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, bytes.TrimSuffix(want, []byte("\n"))) {
-			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
-		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, bytes.TrimSuffix(want, []byte("\n"))) {
+		t.Errorf("%s:\n got %s\nwant %s", name, got, want)
 	}
 }

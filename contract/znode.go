@@ -1,8 +1,4 @@
-// Package znode is the ZooKeeper contract of hotpair (DESIGN §5): the path
-// layout under the root and the JSON documents stored there. The monitor
-// writes selections, operators write overrides, the selector and any client in
-// another language read them; all of them go through these types.
-package znode
+package contract
 
 import (
 	"bytes"
@@ -17,8 +13,8 @@ import (
 // DefaultRoot is the root path of hotpair's znodes.
 const DefaultRoot = "/hotpair"
 
-// Version is the "v" of every document.
-const Version = 1
+// ZNodeVersion is the "v" of every znode document.
+const ZNodeVersion = 1
 
 // Paths is the layout under one root.
 type Paths struct{ Root string }
@@ -53,6 +49,18 @@ func (p Paths) Instances(cluster, service string) string {
 
 // Dark is the dark-canary fork configuration of one source cluster.
 func (p Paths) Dark(sourceCluster string) string { return p.Root + "/dark/" + sourceCluster }
+
+// Registration is the JSON document of a pipeline instance's ephemeral znode
+// (Paths.Instances): what runs where, on which build, since when.
+type Registration struct {
+	V         int       `json:"v"`
+	Side      string    `json:"side"`
+	Role      string    `json:"role"`
+	Stage     string    `json:"stage"`
+	Instance  string    `json:"instance"`
+	Build     string    `json:"build"`
+	StartedAt time.Time `json:"started_at"`
+}
 
 // SideState is one side's view in a Selection: its latest verdict and the
 // hysteresis state the monitor persists with it.
@@ -131,18 +139,18 @@ type Selection struct {
 	StaggerViolation string `json:"stagger_violation,omitempty"`
 }
 
-// ErrInvalid is wrapped by every decode error of this package.
-var ErrInvalid = errors.New("znode: invalid document")
+// ErrInvalidDocument is wrapped by every decode error of a znode document.
+var ErrInvalidDocument = errors.New("znode: invalid document")
 
 func validSide(s string) bool { return s == "primary" || s == "standby" }
 
 func strictUnmarshal(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	if err := d.Decode(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v", ErrInvalidDocument, err)
 	}
 	if d.More() {
-		return fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
+		return fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidDocument)
 	}
 	return nil
 }
@@ -155,20 +163,20 @@ func DecodeSelection(b []byte) (Selection, error) {
 		return Selection{}, err
 	}
 	switch {
-	case s.V != Version:
-		return Selection{}, fmt.Errorf("%w: v=%d, want %d", ErrInvalid, s.V, Version)
+	case s.V != ZNodeVersion:
+		return Selection{}, fmt.Errorf("%w: v=%d, want %d", ErrInvalidDocument, s.V, ZNodeVersion)
 	case !validSide(s.Active):
-		return Selection{}, fmt.Errorf("%w: active=%q is not a side", ErrInvalid, s.Active)
+		return Selection{}, fmt.Errorf("%w: active=%q is not a side", ErrInvalidDocument, s.Active)
 	case s.Preferred != "" && !validSide(s.Preferred):
-		return Selection{}, fmt.Errorf("%w: preferred=%q is not a side", ErrInvalid, s.Preferred)
+		return Selection{}, fmt.Errorf("%w: preferred=%q is not a side", ErrInvalidDocument, s.Preferred)
 	case s.Epoch < 0:
-		return Selection{}, fmt.Errorf("%w: negative epoch", ErrInvalid)
+		return Selection{}, fmt.Errorf("%w: negative epoch", ErrInvalidDocument)
 	case s.Override != nil && !validSide(s.Override.Side):
-		return Selection{}, fmt.Errorf("%w: override.side=%q is not a side", ErrInvalid, s.Override.Side)
+		return Selection{}, fmt.Errorf("%w: override.side=%q is not a side", ErrInvalidDocument, s.Override.Side)
 	}
 	for side := range s.Sides {
 		if !validSide(side) {
-			return Selection{}, fmt.Errorf("%w: sides has key %q", ErrInvalid, side)
+			return Selection{}, fmt.Errorf("%w: sides has key %q", ErrInvalidDocument, side)
 		}
 	}
 	return s, nil
@@ -181,17 +189,15 @@ func DecodeOverride(b []byte) (Override, error) {
 		return Override{}, err
 	}
 	switch {
-	case o.V != Version:
-		return Override{}, fmt.Errorf("%w: v=%d, want %d", ErrInvalid, o.V, Version)
+	case o.V != ZNodeVersion:
+		return Override{}, fmt.Errorf("%w: v=%d, want %d", ErrInvalidDocument, o.V, ZNodeVersion)
 	case !validSide(o.Side):
-		return Override{}, fmt.Errorf("%w: side=%q is not a side", ErrInvalid, o.Side)
+		return Override{}, fmt.Errorf("%w: side=%q is not a side", ErrInvalidDocument, o.Side)
 	case o.Until.IsZero():
-		return Override{}, fmt.Errorf("%w: until is required", ErrInvalid)
+		return Override{}, fmt.Errorf("%w: until is required", ErrInvalidDocument)
 	case strings.TrimSpace(o.Reason) == "":
-		return Override{}, fmt.Errorf("%w: reason is required", ErrInvalid)
+		return Override{}, fmt.Errorf("%w: reason is required", ErrInvalidDocument)
 	}
 	return o, nil
 }
 
-// Encode marshals a document.
-func Encode(v any) ([]byte, error) { return json.Marshal(v) }

@@ -1,4 +1,4 @@
-package pipeline
+package contract
 
 // The reflection-based decoders that the hand-written AdEvent and SpendEvent
 // decoders replaced, kept as the reference the fuzz tests compare them with.
