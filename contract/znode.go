@@ -200,4 +200,3 @@ func DecodeOverride(b []byte) (Override, error) {
 	}
 	return o, nil
 }
-

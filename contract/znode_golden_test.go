@@ -31,4 +31,3 @@ func TestDocumentsMatchGolden(t *testing.T) {
 		checkGolden(t, "znode-"+name, got)
 	}
 }
-
