@@ -256,9 +256,9 @@ func DecodeHealthSample(b []byte) (HealthSample, error) {
 	f.version(w.V)
 	s := HealthSample{
 		V:           SchemaVersion,
-		Service:     f.oneOf("service", w.Service, Stages()...),
-		Side:        f.oneOf("side", w.Side, Sides()...),
-		Role:        f.oneOf("role", w.Role, RoleLive, RoleDark),
+		Service:     parsed(ParseStage, f.oneOf("service", w.Service, StageNames()...)),
+		Side:        parsed(ParseSide, f.oneOf("side", w.Side, SideNames()...)),
+		Role:        parsed(ParseRole, f.oneOf("role", w.Role, RoleLive.String(), RoleDark.String())),
 		Instance:    f.id("instance", w.Instance, true),
 		Build:       f.str("build", w.Build),
 		WindowStart: f.time("window_start", w.WindowStart),
@@ -285,4 +285,11 @@ func DecodeHealthSample(b []byte) (HealthSample, error) {
 		f.fail(ReasonInvalidWindow, "window_end", "not after window_start")
 	}
 	return s, f.result()
+}
+
+// parsed returns the value of a name oneOf has checked (unset after an
+// earlier failure).
+func parsed[E ~uint8](parse func(string) (E, error), name string) E {
+	v, _ := parse(name)
+	return v
 }

@@ -31,10 +31,10 @@ func TestRecordsMatchGolden(t *testing.T) {
 			SpentTodayMicros: 5_000_001, SpentLifetimeMicros: 70_000_000, UpdatedAt: at},
 		"pacing":         Pacing{V: 1, Campaign: "c-7", Rate: 0.000000125, TargetMicros: 100, ActualMicros: 90, UpdatedAt: at},
 		"bid-multiplier": BidMultiplier{V: 1, Campaign: "c-7", Multiplier: 1.75, UpdatedAt: at},
-		"health-sample": HealthSample{V: 1, Service: StageBudget, Side: SideStandby, Role: RoleLive, Instance: "i-1", Build: "v2",
+		"health-sample": HealthSample{V: 1, Service: StageBudget, Side: Standby, Role: RoleLive, Instance: "i-1", Build: "v2",
 			Partitions: []int32{0, 2}, TopicPartitions: 4, WindowStart: start, WindowEnd: start.Add(10 * time.Second),
 			Events: 1234, LagMs: lag, LagMsMax: 4_000_000},
-		"registration": Registration{V: 1, Side: SidePrimary, Role: RoleDark, Stage: StageAggregator, Instance: "host-1",
+		"registration": Registration{V: 1, Side: Primary, Role: RoleDark, Stage: StageAggregator, Instance: "host-1",
 			Build: "v3", StartedAt: at},
 	}
 	for name, rec := range records {

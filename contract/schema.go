@@ -106,9 +106,9 @@ type BidMultiplier struct {
 // hotpair-health on its own cluster (key service/side/instance).
 type HealthSample struct {
 	V        int    `json:"v"`
-	Service  string `json:"service"`
-	Side     string `json:"side"`
-	Role     string `json:"role"`
+	Service  Stage  `json:"service"`
+	Side     Side   `json:"side"`
+	Role     Role   `json:"role"`
 	Instance string `json:"instance"`
 	Build    string `json:"build"`
 	// Partitions are the input partitions assigned to this instance at the
@@ -124,7 +124,9 @@ type HealthSample struct {
 }
 
 // Key returns the record key of the sample: service/side/instance.
-func (s *HealthSample) Key() string { return s.Service + "/" + s.Side + "/" + s.Instance }
+func (s *HealthSample) Key() string {
+	return s.Service.String() + "/" + s.Side.String() + "/" + s.Instance
+}
 
 // SpendID returns the deterministic id of the regular window of campaign
 // starting at start: "campaign/window_start_ms".

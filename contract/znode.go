@@ -31,20 +31,29 @@ func NewPaths(root string) Paths {
 func (p Paths) SelectionDir() string { return p.Root + "/selection" }
 
 // Selection is the znode with the active side of one service.
-func (p Paths) Selection(service string) string { return p.SelectionDir() + "/" + service }
+func (p Paths) Selection(service Service) string { return p.SelectionDir() + "/" + service.String() }
 
 // OverrideDir is the parent of every service's override.
 func (p Paths) OverrideDir() string { return p.Root + "/override" }
 
 // Override is the znode with an operator override of one service.
-func (p Paths) Override(service string) string { return p.OverrideDir() + "/" + service }
+func (p Paths) Override(service Service) string { return p.OverrideDir() + "/" + service.String() }
 
 // LeaderDir holds the ephemeral sequential candidates of the monitor election.
 func (p Paths) LeaderDir() string { return p.Root + "/monitor/leader" }
 
 // Instances is the parent of the ephemeral registrations of one stage on one cluster.
-func (p Paths) Instances(cluster, service string) string {
-	return p.Root + "/instances/" + cluster + "/" + service
+func (p Paths) Instances(cluster string, stage Stage) string {
+	return p.InstancesDir(cluster) + "/" + stage.String()
+}
+
+// InstancesDir is the parent of the registrations of every stage on one
+// cluster ("" for the parent of every cluster's).
+func (p Paths) InstancesDir(cluster string) string {
+	if cluster == "" {
+		return p.Root + "/instances"
+	}
+	return p.Root + "/instances/" + cluster
 }
 
 // Dark is the dark-canary fork configuration of one source cluster.
@@ -54,9 +63,9 @@ func (p Paths) Dark(sourceCluster string) string { return p.Root + "/dark/" + so
 // (Paths.Instances): what runs where, on which build, since when.
 type Registration struct {
 	V         int       `json:"v"`
-	Side      string    `json:"side"`
-	Role      string    `json:"role"`
-	Stage     string    `json:"stage"`
+	Side      Side      `json:"side"`
+	Role      Role      `json:"role"`
+	Stage     Stage     `json:"stage"`
 	Instance  string    `json:"instance"`
 	Build     string    `json:"build"`
 	StartedAt time.Time `json:"started_at"`
@@ -103,7 +112,7 @@ type SideState struct {
 // Override is an operator's pin of a service to a side until a time.
 type Override struct {
 	V      int       `json:"v"`
-	Side   string    `json:"side"`
+	Side   Side      `json:"side"`
 	Until  time.Time `json:"until"`
 	Reason string    `json:"reason"`
 	By     string    `json:"by"`
@@ -115,11 +124,11 @@ func (o *Override) ActiveAt(now time.Time) bool { return o != nil && now.Before(
 // Selection is the document at /selection/<service>: which side the read side
 // should use for the service, and why.
 type Selection struct {
-	V       int    `json:"v"`
-	Service string `json:"service"`
+	V       int     `json:"v"`
+	Service Service `json:"service"`
 	// Active is the side to read from: "primary" or "standby".
-	Active    string `json:"active"`
-	Preferred string `json:"preferred"`
+	Active    Side `json:"active"`
+	Preferred Side `json:"preferred"`
 	// Epoch counts the changes of Active since the service was first decided;
 	// it only grows, so a reader can order two selections.
 	Epoch     int64     `json:"epoch"`
@@ -129,8 +138,8 @@ type Selection struct {
 	// Degraded is set when both sides are unhealthy.
 	Degraded bool `json:"degraded"`
 	// LastSwitch is when Active last changed (zero if never).
-	LastSwitch time.Time            `json:"last_switch"`
-	Sides      map[string]SideState `json:"sides"`
+	LastSwitch time.Time          `json:"last_switch"`
+	Sides      map[Side]SideState `json:"sides"`
 	// Override is the operator override in force when decided, if any.
 	Override *Override `json:"override,omitempty"`
 	// StaggerViolation is set, with the builds and their ages, while both
@@ -141,8 +150,6 @@ type Selection struct {
 
 // ErrInvalidDocument is wrapped by every decode error of a znode document.
 var ErrInvalidDocument = errors.New("znode: invalid document")
-
-func validSide(s string) bool { return s == "primary" || s == "standby" }
 
 func strictUnmarshal(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
@@ -165,17 +172,15 @@ func DecodeSelection(b []byte) (Selection, error) {
 	switch {
 	case s.V != ZNodeVersion:
 		return Selection{}, fmt.Errorf("%w: v=%d, want %d", ErrInvalidDocument, s.V, ZNodeVersion)
-	case !validSide(s.Active):
+	case !s.Active.Valid():
 		return Selection{}, fmt.Errorf("%w: active=%q is not a side", ErrInvalidDocument, s.Active)
-	case s.Preferred != "" && !validSide(s.Preferred):
-		return Selection{}, fmt.Errorf("%w: preferred=%q is not a side", ErrInvalidDocument, s.Preferred)
 	case s.Epoch < 0:
 		return Selection{}, fmt.Errorf("%w: negative epoch", ErrInvalidDocument)
-	case s.Override != nil && !validSide(s.Override.Side):
+	case s.Override != nil && !s.Override.Side.Valid():
 		return Selection{}, fmt.Errorf("%w: override.side=%q is not a side", ErrInvalidDocument, s.Override.Side)
 	}
 	for side := range s.Sides {
-		if !validSide(side) {
+		if !side.Valid() {
 			return Selection{}, fmt.Errorf("%w: sides has key %q", ErrInvalidDocument, side)
 		}
 	}
@@ -191,7 +196,7 @@ func DecodeOverride(b []byte) (Override, error) {
 	switch {
 	case o.V != ZNodeVersion:
 		return Override{}, fmt.Errorf("%w: v=%d, want %d", ErrInvalidDocument, o.V, ZNodeVersion)
-	case !validSide(o.Side):
+	case !o.Side.Valid():
 		return Override{}, fmt.Errorf("%w: side=%q is not a side", ErrInvalidDocument, o.Side)
 	case o.Until.IsZero():
 		return Override{}, fmt.Errorf("%w: until is required", ErrInvalidDocument)

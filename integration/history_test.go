@@ -33,14 +33,14 @@ func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 	sb := startSandbox(t, bin, "--window", window.String(), "--grace", grace.String())
 	a := sb.addr
 	conn, paths := sb.zk(t)
-	budget := paths.Selection(contract.StageBudget)
+	budget := paths.Selection(contract.ServiceBudget)
 	started := time.Now()
 
 	// A failover and a return.
 	id := strings.TrimSpace(run(t, bin, "fault", "inject", "--http", a.HTTP, "stall", "--service", "budget", "--side", "primary"))
-	waitSelection(t, conn, budget, 2*window+10*time.Second, "budget on standby", func(s *contract.Selection) bool { return s.Active == contract.SideStandby })
+	waitSelection(t, conn, budget, 2*window+10*time.Second, "budget on standby", func(s *contract.Selection) bool { return s.Active == contract.Standby })
 	run(t, bin, "fault", "heal", "--http", a.HTTP, id)
-	waitSelection(t, conn, budget, grace+3*window+10*time.Second, "budget back on primary", func(s *contract.Selection) bool { return s.Active == contract.SidePrimary })
+	waitSelection(t, conn, budget, grace+3*window+10*time.Second, "budget back on primary", func(s *contract.Selection) bool { return s.Active == contract.Primary })
 
 	// Both replicas restart: whatever they show now comes from the record.
 	run(t, bin, "fault", "inject", "--http", a.HTTP, "restart-monitors")
@@ -83,8 +83,8 @@ func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 	// record keeps it on the standby's copy.
 	stop := strings.TrimSpace(run(t, bin, "fault", "inject", "--http", a.HTTP, "stop-cluster", "--side", "primary"))
 	for _, svc := range contract.Services() {
-		waitSelection(t, conn, paths.Selection(svc), 4*window+15*time.Second, svc+" on standby", func(s *contract.Selection) bool {
-			return s.Active == contract.SideStandby
+		waitSelection(t, conn, paths.Selection(svc), 4*window+15*time.Second, svc.String()+" on standby", func(s *contract.Selection) bool {
+			return s.Active == contract.Standby
 		})
 	}
 	failovers := func(recs []*kgo.Record) []string {

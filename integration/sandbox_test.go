@@ -65,25 +65,25 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	// Any ZooKeeper client reads the selection; without the monitor's
 	// identity it cannot change it.
 	conn, paths := sb.zk(t)
-	b, _, err := conn.Get(paths.Selection(contract.StageBudget))
+	b, _, err := conn.Get(paths.Selection(contract.ServiceBudget))
 	if err != nil {
 		t.Fatalf("reading the selection znode: %v", err)
 	}
-	if sel, err := contract.DecodeSelection(b); err != nil || sel.Active != contract.SidePrimary {
+	if sel, err := contract.DecodeSelection(b); err != nil || sel.Active != contract.Primary {
 		t.Fatalf("selection %s: %v", b, err)
 	}
-	if _, err := conn.Set(paths.Selection(contract.StageBudget), []byte(`{"v":1,"active":"standby"}`), -1); !errors.Is(err, zk.ErrNoAuth) {
+	if _, err := conn.Set(paths.Selection(contract.ServiceBudget), []byte(`{"v":1,"active":"standby"}`), -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("an anonymous client changed the selection: %v", err)
 	}
 
 	// One command stalls the primary budget enforcer.
 	id := strings.TrimSpace(run(t, bin, "fault", "inject", "--http", a.HTTP, "stall", "--service", "budget", "--side", "primary"))
 	injected := time.Now()
-	waitSelection(t, conn, paths.Selection(contract.StageBudget), 2*window+5*time.Second, "budget on standby", func(sel *contract.Selection) bool {
-		return sel.Active == contract.SideStandby
+	waitSelection(t, conn, paths.Selection(contract.ServiceBudget), 2*window+5*time.Second, "budget on standby", func(sel *contract.Selection) bool {
+		return sel.Active == contract.Standby
 	})
 	var reason string
-	if sel := statusOf(t, bin, a, contract.StageBudget); sel == nil || sel.Active != contract.SideStandby {
+	if sel := statusOf(t, bin, a, contract.StageBudget.String()); sel == nil || sel.Active != contract.Standby {
 		t.Fatalf("hotpair status does not show budget on standby: %+v", sel)
 	} else {
 		reason = sel.Reason
@@ -100,8 +100,8 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	// Healed, the primary must stay healthy for the grace period first.
 	run(t, bin, "fault", "heal", "--http", a.HTTP, id)
 	healed := time.Now()
-	waitSelection(t, conn, paths.Selection(contract.StageBudget), grace+3*window+10*time.Second, "budget back on primary", func(sel *contract.Selection) bool {
-		return sel.Active == contract.SidePrimary
+	waitSelection(t, conn, paths.Selection(contract.ServiceBudget), grace+3*window+10*time.Second, "budget back on primary", func(sel *contract.Selection) bool {
+		return sel.Active == contract.Primary
 	})
 	if back := time.Since(healed); back < grace {
 		t.Errorf("traffic returned %s after the heal, before the grace period %s", back, grace)
@@ -110,10 +110,10 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	// The operator credentials of the address file work for overrides.
 	run(t, bin, "override", "set", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--auth", a.OperatorAuth,
 		"--service", "pacer", "--side", "standby", "--for", "1m", "--reason", "integration test")
-	waitSelection(t, conn, paths.Selection(contract.StagePacer), 10*time.Second, "the override applied", func(sel *contract.Selection) bool {
-		return sel.Active == contract.SideStandby && sel.Override != nil
+	waitSelection(t, conn, paths.Selection(contract.ServicePacer), 10*time.Second, "the override applied", func(sel *contract.Selection) bool {
+		return sel.Active == contract.Standby && sel.Override != nil
 	})
-	if sel := statusOf(t, bin, a, contract.StagePacer); sel == nil || sel.Active != contract.SideStandby || sel.Override == nil {
+	if sel := statusOf(t, bin, a, contract.StagePacer.String()); sel == nil || sel.Active != contract.Standby || sel.Override == nil {
 		t.Errorf("hotpair status does not show the override: %+v", sel)
 	}
 	run(t, bin, "override", "clear", "--zk", a.ZK, "--zk-root", a.ZKRoot, "--auth", a.OperatorAuth, "--service", "pacer", "--reason", "done")
@@ -232,7 +232,7 @@ func statusOf(t *testing.T, bin string, a sandbox.Addresses, service string) *co
 		t.Fatalf("hotpair status --json: %v\n%s", err, out)
 	}
 	for _, s := range st.Services {
-		if s.Service == service {
+		if s.Service.String() == service {
 			return s.Selection
 		}
 	}

@@ -73,7 +73,7 @@ zk: {servers: ["%s"], root: %s}
 		t.Fatalf("the monitor's view: %s", msg)
 	}
 
-	in, err := pipeline.NewIngester(pipeline.IngestOptions{Clusters: map[string][]string{contract.SidePrimary: brokers}})
+	in, err := pipeline.NewIngester(pipeline.IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func waitRegistered(t *testing.T, conn *zk.Conn, root string, n int) {
 	t.Helper()
 	deadline := time.After(90 * time.Second)
 	for _, stage := range contract.Stages() {
-		node := root + "/instances/" + contract.SidePrimary + "/" + stage
+		node := root + "/instances/" + contract.Primary.String() + "/" + stage.String()
 		for {
 			kids, _, ev, err := conn.ChildrenW(node)
 			if errors.Is(err, zk.ErrNoNode) {
@@ -187,12 +187,12 @@ func newCoverage(t *testing.T, brokers []string, sample time.Duration) *coverage
 					c.mu.Unlock()
 					return
 				}
-				if c.latest[s.Service] == nil {
-					c.latest[s.Service] = map[string]contract.HealthSample{}
-					c.at[s.Service] = map[string]time.Time{}
+				if c.latest[s.Service.String()] == nil {
+					c.latest[s.Service.String()] = map[string]contract.HealthSample{}
+					c.at[s.Service.String()] = map[string]time.Time{}
 				}
-				c.latest[s.Service][s.Instance] = s
-				c.at[s.Service][s.Instance] = now
+				c.latest[s.Service.String()][s.Instance] = s
+				c.at[s.Service.String()][s.Instance] = now
 				if c.total > 0 && c.covered.IsZero() && c.spreadLocked(c.remaining(), c.total) == "" {
 					c.covered = now
 				}
@@ -243,7 +243,7 @@ func (c *coverage) spreadLocked(instances []string, partitions int32) string {
 	for _, stage := range contract.Stages() {
 		var union []int32
 		for _, in := range instances {
-			s, ok := c.latest[stage][in]
+			s, ok := c.latest[stage.String()][in]
 			if !ok || len(s.Partitions) == 0 {
 				return fmt.Sprintf("%s %s has no partitions", stage, in)
 			}
@@ -270,16 +270,16 @@ func (c *coverage) describe() string {
 	defer c.mu.Unlock()
 	out := ""
 	for _, stage := range contract.Stages() {
-		out += stage + ":"
-		ids := make([]string, 0, len(c.latest[stage]))
-		for in := range c.latest[stage] {
+		out += stage.String() + ":"
+		ids := make([]string, 0, len(c.latest[stage.String()]))
+		for in := range c.latest[stage.String()] {
 			if !c.gone[in] {
 				ids = append(ids, in)
 			}
 		}
 		slices.Sort(ids)
 		for _, in := range ids {
-			out += fmt.Sprintf(" %s%v", in, c.latest[stage][in].Partitions)
+			out += fmt.Sprintf(" %s%v", in, c.latest[stage.String()][in].Partitions)
 		}
 		out += "; "
 	}
@@ -293,7 +293,7 @@ func (c *coverage) monitorCoverage(instances []string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, st := range c.agg.Close(time.Now()) {
-		if k.Side != contract.SidePrimary {
+		if k.Side != contract.Primary {
 			continue
 		}
 		if st.UnassignedCount != 0 || st.TopicPartitions != 12 || st.Instances != len(instances) {

@@ -96,7 +96,7 @@ func OperatorPolicy(c *contract.Credentials) ACLPolicy {
 // upgrade from auth off to auth on needs no manual step). An existing root is
 // left as the operator set it up. It fails with ErrACL when ZooKeeper does
 // not let it; the message names the znode and the fix.
-func ensureLayout(conn *zk.Conn, paths contract.Paths, p ACLPolicy, services []string) error {
+func ensureLayout(conn *zk.Conn, paths contract.Paths, p ACLPolicy, services []contract.Service) error {
 	steps := []struct {
 		path string
 		acl  []zk.ACL

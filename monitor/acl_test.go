@@ -38,10 +38,10 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 	cfg.ZK.Auth = monitorID.String()
 	cfg.ZK.OperatorUser = DigestID(operatorID)
 	r := startReplica(t, cfg)
-	w := watchSelection(t, anon, paths, contract.StageBudget)
-	w.waitActive(t, contract.SidePrimary, 4*tWindow+5*time.Second)
+	w := watchSelection(t, anon, paths, contract.ServiceBudget)
+	w.waitActive(t, contract.Primary, 4*tWindow+5*time.Second)
 
-	sel := paths.Selection(contract.StageBudget)
+	sel := paths.Selection(contract.ServiceBudget)
 	if _, _, err := anon.Get(sel); err != nil {
 		t.Fatalf("anonymous read of the selection: %v", err)
 	}
@@ -54,17 +54,17 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 	_, err := anon.Set(sel, []byte(`{"v":1,"service":"budget","active":"standby"}`), -1)
 	refused("set of the selection", err)
 	refused("delete of the selection", anon.Delete(sel, -1))
-	_, err = anon.Create(paths.Selection("bidder-fake"), []byte("x"), 0, zkutil.OpenACL())
+	_, err = anon.Create(paths.SelectionDir()+"/bidder-fake", []byte("x"), 0, zkutil.OpenACL())
 	refused("create in the selection directory", err)
 	_, err = anon.Create(paths.LeaderDir()+"/n_", nil, zk.FlagEphemeral|zk.FlagSequence, zkutil.OpenACL())
 	refused("entering the monitor election", err)
 	_, err = anon.SetACL(sel, zkutil.OpenACL(), -1)
 	refused("ACL change of the selection", err)
-	_, err = anon.Create(paths.Override(contract.StageBudget), []byte("x"), 0, zkutil.OpenACL())
+	_, err = anon.Create(paths.Override(contract.ServiceBudget), []byte("x"), 0, zkutil.OpenACL())
 	refused("create of an override", err)
 
 	now := time.Now()
-	req := OverrideRequest{Service: contract.StageBudget, Side: contract.SideStandby, Until: now.Add(time.Hour),
+	req := OverrideRequest{Service: contract.StageBudget.String(), Side: contract.Standby.String(), Until: now.Add(time.Hour),
 		Reason: "drill", By: "oncall"}
 	if _, err := SetOverride(anon, paths, OperatorPolicy(nil), req, now); !errors.Is(err, ErrACL) || !strings.Contains(err.Error(), "--auth") {
 		t.Fatalf("anonymous SetOverride: err=%v, want ErrACL with a hint", err)
@@ -79,7 +79,7 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 	if _, err := SetOverride(asOperator, paths, OperatorPolicy(&operatorID), req, now); err != nil {
 		t.Fatalf("SetOverride as the operator: %v", err)
 	}
-	got := w.waitActive(t, contract.SideStandby, 5*time.Second)
+	got := w.waitActive(t, contract.Standby, 5*time.Second)
 	t.Logf("override published %s after it was set (window %s)", time.Since(set).Round(time.Millisecond), tWindow)
 	if got.Override == nil || got.Override.By != "oncall" || !strings.Contains(got.Reason, "override") {
 		t.Fatalf("selection under override: %+v", got)
@@ -88,11 +88,11 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 	waitFor(t, &r.changes, 5*time.Second, "hotpair_switches_total{override} to be 1", func() bool {
 		return r.metric(t, "hotpair_switches_total", "service", "budget", "side", "standby", "reason", "override") == 1
 	})
-	ov := paths.Override(contract.StageBudget)
+	ov := paths.Override(contract.ServiceBudget)
 	_, err = anon.Set(ov, []byte("x"), -1)
 	refused("set of the override", err)
 	refused("delete of the override", anon.Delete(ov, -1))
-	if _, err := ClearOverride(anon, paths, contract.StageBudget, "anon", "", time.Now()); !errors.Is(err, ErrACL) {
+	if _, err := ClearOverride(anon, paths, contract.ServiceBudget, "anon", "", time.Now()); !errors.Is(err, ErrACL) {
 		t.Fatalf("anonymous ClearOverride: err=%v, want ErrACL", err)
 	}
 
@@ -109,14 +109,14 @@ func TestACLsAndOperatorOverride(t *testing.T) {
 		}
 	}
 
-	if _, err := ClearOverride(asOperator, paths, contract.StageBudget, "oncall", "drill over", time.Now()); err != nil {
+	if _, err := ClearOverride(asOperator, paths, contract.ServiceBudget, "oncall", "drill over", time.Now()); err != nil {
 		t.Fatalf("ClearOverride: %v", err)
 	}
-	o, _, err := ReadOverride(anon, paths, contract.StageBudget)
+	o, _, err := ReadOverride(anon, paths, contract.ServiceBudget)
 	if err != nil || o == nil || o.ActiveAt(time.Now()) || !strings.HasPrefix(o.Reason, "cleared: drill over") {
 		t.Fatalf("override after clear: %+v, %v; want an ended override with the reason kept", o, err)
 	}
-	if _, err := ClearOverride(asOperator, paths, contract.StageBudget, "oncall", "", time.Now()); !errors.Is(err, ErrNoOverride) {
+	if _, err := ClearOverride(asOperator, paths, contract.ServiceBudget, "oncall", "", time.Now()); !errors.Is(err, ErrNoOverride) {
 		t.Fatalf("clearing again: err=%v, want ErrNoOverride", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/yamlconf"
 	"github.com/hotpair/hotpair/monitor/core"
 )
@@ -64,6 +65,8 @@ type ClustersConfig struct {
 // ClusterConfig is one Kafka cluster.
 type ClusterConfig struct {
 	Brokers []string `yaml:"brokers"`
+	// Kafka is the cluster's TLS and SASL: keys tls and sasl beside brokers.
+	Kafka contract.KafkaSecurity `yaml:",inline"`
 }
 
 // HTTPConfig is the monitor's HTTP endpoint.
@@ -104,7 +107,7 @@ type RecordConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		ZK:       ZKConfig{Root: contract.DefaultRoot, SessionTimeout: 10 * time.Second},
-		Services: contract.Services(),
+		Services: contract.ServiceNames(),
 		HTTP:     HTTPConfig{Listen: ":9470"},
 		History:  HistoryConfig{Retention: 6 * time.Hour, MaxPoints: 2000, Switches: 100},
 		Record:   RecordConfig{Retention: 30 * 24 * time.Hour, Replication: 3},
@@ -122,7 +125,7 @@ func ParseConfig(b []byte) (Config, error) {
 		return Config{}, fmt.Errorf("%w: %v; docs/monitor.md lists every key", ErrConfig, err)
 	}
 	if c.Services == nil {
-		c.Services = contract.Services()
+		c.Services = contract.ServiceNames()
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -143,6 +146,32 @@ func LoadConfig(path string) (Config, error) {
 	return c, nil
 }
 
+// kafkaClusters loads both clusters' security blocks (their files and
+// environment); an error names the key and the fix.
+func (c Config) kafkaClusters() ([2]kafka.Cluster, error) {
+	var out [2]kafka.Cluster
+	for i, cl := range []ClusterConfig{c.Clusters.Primary, c.Clusters.Standby} {
+		side := contract.Sides()[i]
+		auth, err := cl.Kafka.Load("clusters."+side.String()+".", nil)
+		if err != nil {
+			return out, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		out[i] = kafka.Cluster{Name: side.String(), Brokers: cl.Brokers, Auth: auth}
+	}
+	return out, nil
+}
+
+// services returns Services as services (a valid config's).
+func (c Config) services() []contract.Service {
+	out := make([]contract.Service, 0, len(c.Services))
+	for _, name := range c.Services {
+		if svc, err := contract.ParseService(name); err == nil {
+			out = append(out, svc)
+		}
+	}
+	return out
+}
+
 // Validate checks every key; each error names the key and the fix.
 func (c Config) Validate() error {
 	var errs []error
@@ -151,7 +180,7 @@ func (c Config) Validate() error {
 	}
 	c.validateZK(bad)
 	for i, cl := range []ClusterConfig{c.Clusters.Primary, c.Clusters.Standby} {
-		side := contract.Sides()[i]
+		side := contract.SideNames()[i]
 		if len(cl.Brokers) == 0 {
 			bad("clusters."+side+".brokers", "is required: the seed brokers of the %s side's Kafka cluster, e.g. [\"kafka-%s-1:9092\"]", side, side[:1])
 		}
@@ -160,16 +189,19 @@ func (c Config) Validate() error {
 				bad("clusters."+side+".brokers", "has %q, which is not host:port", b)
 			}
 		}
+		if err := cl.Kafka.Validate("clusters." + side + "."); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))
+		}
 	}
 	if len(c.Clusters.Primary.Brokers) > 0 && slices.Equal(c.Clusters.Primary.Brokers, c.Clusters.Standby.Brokers) {
 		bad("clusters.standby.brokers", "are the primary's: the two sides must be separate Kafka clusters")
 	}
 	if len(c.Services) == 0 {
-		bad("services", "must list at least one of %s (or be left out for all)", strings.Join(contract.Services(), ", "))
+		bad("services", "must list at least one of %s (or be left out for all)", strings.Join(contract.ServiceNames(), ", "))
 	}
 	for i, s := range c.Services {
-		if !contract.IsService(s) {
-			bad("services", "has %q: each must be one of %s", s, strings.Join(contract.Services(), ", "))
+		if _, err := contract.ParseService(s); err != nil {
+			bad("services", "has %q: each must be one of %s", s, strings.Join(contract.ServiceNames(), ", "))
 		} else if slices.Index(c.Services, s) != i {
 			bad("services", "lists %q twice", s)
 		}

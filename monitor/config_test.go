@@ -63,7 +63,10 @@ func TestEveryCoreKeyIsRead(t *testing.T) {
 // Every rejected case has its file; the error names the key and the fix.
 func TestBadConfigs(t *testing.T) {
 	yamlconftest.CheckBadConfigs(t, "testdata/bad-*.yml", 20, func(path string) error {
-		_, err := LoadConfig(path)
+		c, err := LoadConfig(path)
+		if err == nil {
+			_, err = c.kafkaClusters() // reads the files the Kafka blocks name, as New does
+		}
 		if err != nil && !errors.Is(err, ErrConfig) {
 			t.Errorf("error does not wrap ErrConfig: %v", err)
 		}

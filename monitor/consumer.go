@@ -26,8 +26,8 @@ type received struct {
 // on its own ticker regardless. Every replica reads every partition,
 // without a consumer group.
 type tail struct {
-	side     string
-	brokers  []string
+	side     contract.Side
+	cluster  kafka.Cluster
 	clientID string
 	topic    string
 	// what the topic holds, for the logs ("health samples", "decision record").
@@ -47,7 +47,7 @@ type tail struct {
 }
 
 func (c *tail) run(ctx context.Context) error {
-	cl, err := kafka.NewClient(c.brokers, c.clientID, append([]kgo.Opt{
+	cl, err := kafka.NewClient(c.cluster, c.clientID, append([]kgo.Opt{
 		kgo.ConsumeTopics(c.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(c.from.UnixMilli())),
 		kgo.FetchMaxWait(time.Second),
@@ -57,6 +57,9 @@ func (c *tail) run(ctx context.Context) error {
 		return err
 	}
 	defer cl.Close()
+	if err := kafka.CheckAuth(ctx, c.cluster); err != nil {
+		return err // a wrong password or certificate stops the monitor at start
+	}
 	bad := newLimiter(10 * time.Second)
 	errs := newLimiter(30 * time.Second)
 	for ctx.Err() == nil {
@@ -94,17 +97,17 @@ func (c *tail) run(ctx context.Context) error {
 // own time span. Older samples are not replayed: a window merges samples
 // by receive time, so they would count as fresh heartbeats of a side that
 // may have died since.
-func (m *Monitor) healthTail(side string, brokers []string, from time.Time, out chan<- received) *tail {
-	return &tail{side: side, brokers: brokers, clientID: "hotpair-monitor-" + side,
+func (m *Monitor) healthTail(side contract.Side, cluster kafka.Cluster, from time.Time, out chan<- received) *tail {
+	return &tail{side: side, cluster: cluster, clientID: "hotpair-monitor-" + side.String(),
 		topic: contract.TopicsWithPrefix(m.cfg.TopicPrefix).Health, what: "health samples",
-		from: from, log: m.log, errs: m.m.consumerErrors.WithLabelValues(side), bad: m.m.badSamples.MustCurryWith(prometheus.Labels{"side": side}),
+		from: from, log: m.log, errs: m.m.consumerErrors.WithLabelValues(side.String()), bad: m.m.badSamples.MustCurryWith(prometheus.Labels{"side": side.String()}),
 		now: time.Now, opts: m.kopts,
 		take: func(ctx context.Context, r *kgo.Record, at time.Time) (string, bool) {
 			s, reason := decodeSample(side, r)
 			if reason != "" {
 				return reason, true
 			}
-			m.m.samples.WithLabelValues(side).Inc()
+			m.m.samples.WithLabelValues(side.String()).Inc()
 			select {
 			case out <- received{sample: s, at: at}:
 				return "", true
@@ -115,7 +118,7 @@ func (m *Monitor) healthTail(side string, brokers []string, from time.Time, out 
 }
 
 // decodeSample returns the sample or the reason it is bad.
-func decodeSample(side string, r *kgo.Record) (contract.HealthSample, string) {
+func decodeSample(side contract.Side, r *kgo.Record) (contract.HealthSample, string) {
 	s, err := contract.DecodeHealthSample(r.Value)
 	if err != nil {
 		if reason := string(contract.ReasonOf(err)); reason != "" {

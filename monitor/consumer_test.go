@@ -29,10 +29,10 @@ func TestSamplesAreAggregatedOnceAndBadOnesSkipped(t *testing.T) {
 	var onP, onS []*kgo.Record
 	for i := range 20 {
 		at := now.Add(time.Duration(i) * tSampleInterval)
-		onP = append(onP, record(sample(contract.StageBudget, contract.SidePrimary, "i0", "b1", at, 10, 5)))
-		onS = append(onS, record(sample(contract.StageBudget, contract.SideStandby, "i0", "b1", at, 10, 5)))
+		onP = append(onP, record(sample(contract.StageBudget, contract.Primary, "i0", "b1", at, 10, 5)))
+		onS = append(onS, record(sample(contract.StageBudget, contract.Standby, "i0", "b1", at, 10, 5)))
 	}
-	wrongSide := sample(contract.StagePacer, contract.SideStandby, "x", "b1", now, 1, 1)
+	wrongSide := sample(contract.StagePacer, contract.Standby, "x", "b1", now, 1, 1)
 	bad := []*kgo.Record{
 		{Topic: topic, Key: []byte("junk"), Value: []byte("{not json")},
 		{Topic: topic, Key: []byte("v2"), Value: []byte(`{"v":2}`)},

@@ -19,21 +19,21 @@ func TestDeadClusterDoesNotDelayEvaluation(t *testing.T) {
 	newFleet(t, p)
 	newFleet(t, s)
 	r := startReplica(t, testConfig("dead", addr, paths, p, s))
-	w := watchSelection(t, testConn(t, addr, nil), paths, contract.StageBudget)
-	w.waitActive(t, contract.SidePrimary, 4*tWindow+5*time.Second)
+	w := watchSelection(t, testConn(t, addr, nil), paths, contract.ServiceBudget)
+	w.waitActive(t, contract.Primary, 4*tWindow+5*time.Second)
 
 	died := time.Now()
 	p.kc.Close()
 	evals := r.metric(t, "hotpair_monitor_evaluations_total")
 	standbySamples := r.metric(t, "hotpair_monitor_samples_total", "side", "standby")
-	sel := w.waitActive(t, contract.SideStandby, tHeartbeat+2*tWindow+5*time.Second)
+	sel := w.waitActive(t, contract.Standby, tHeartbeat+2*tWindow+5*time.Second)
 	took := time.Since(died)
 	t.Logf("failover published %s after the primary cluster died", took)
 	if limit := tHeartbeat + tWindow + 1500*time.Millisecond; took > limit {
 		t.Fatalf("failover took %s, want within %s", took, limit)
 	}
-	if !sel.Sides[contract.SideStandby].Healthy {
-		t.Fatalf("standby judged unhealthy while its cluster is fine: %+v", sel.Sides[contract.SideStandby])
+	if !sel.Sides[contract.Standby].Healthy {
+		t.Fatalf("standby judged unhealthy while its cluster is fine: %+v", sel.Sides[contract.Standby])
 	}
 	// Three more windows must close on time, one per window.
 	start := time.Now()
@@ -48,10 +48,10 @@ func TestDeadClusterDoesNotDelayEvaluation(t *testing.T) {
 	// standby's copy has the failover, and the page lists it.
 	waitFor(t, &r.changes, 5*time.Second, "the failover read back from the standby's copy", func() bool {
 		sw := budgetSwitches(r)
-		return len(sw) == 1 && sw[0].To == contract.SideStandby
+		return len(sw) == 1 && sw[0].To == contract.Standby
 	})
-	es, _, err := decisions.Read(t.Context(), decisions.ReadOptions{Sources: []decisions.Source{{Side: s.side, Brokers: s.brokers}},
-		Filter: decisions.Filter{Service: "budget", Kinds: []decisions.Kind{decisions.KindSwitch}}})
+	es, _, err := decisions.Read(t.Context(), decisions.ReadOptions{Sources: []decisions.Source{{Side: s.side.String(), Brokers: s.brokers}},
+		Filter: decisions.Filter{Service: contract.ServiceBudget, Kinds: []decisions.Kind{decisions.KindSwitch}}})
 	if err != nil || len(es) != 2 || es[1].Cause != "failover" {
 		t.Fatalf("the standby's copy of the record: %+v, %v", es, err)
 	}

@@ -76,7 +76,7 @@ func TestFencedWrite(t *testing.T) {
 	b, _ := startElection(t, sb, paths, "b")
 	waitFor(t, &b.changes, 10*time.Second, "b to enter", func() bool { return b.get().Node != "" })
 
-	sel := contract.Selection{V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 0, Reason: "first"}
+	sel := contract.Selection{V: 1, Service: contract.ServiceBudget, Active: contract.Primary, Preferred: contract.Primary, Epoch: 0, Reason: "first"}
 	aNode := a.get().Node
 	v, err := writeSelection(sa.conn, paths, aNode, sel, absent, zkutil.OpenACL())
 	if err != nil || v != 0 {
@@ -90,7 +90,7 @@ func TestFencedWrite(t *testing.T) {
 	// the one that matters: only a deposed node is fenced. Depose a.
 	sa.Close()
 	waitFor(t, &b.changes, 5*time.Second, "b to lead", func() bool { return b.get().Leader })
-	sel.Active, sel.Epoch, sel.Reason = "standby", 1, "b decided"
+	sel.Active, sel.Epoch, sel.Reason = contract.Standby, 1, "b decided"
 	if _, err := writeSelection(sb.conn, paths, b.get().Node, sel, 0, nil); err != nil {
 		t.Fatalf("new leader's write: %v", err)
 	}
@@ -98,12 +98,12 @@ func TestFencedWrite(t *testing.T) {
 	// own had survived) fails and changes nothing.
 	other := testSession(t, addr, nil)
 	old := sel
-	old.Active, old.Epoch, old.Reason = "primary", 1, "a's late write"
+	old.Active, old.Epoch, old.Reason = contract.Primary, 1, "a's late write"
 	if _, err := writeSelection(other.conn, paths, aNode, old, 1, nil); !errors.Is(err, ErrFenced) {
 		t.Fatalf("deposed write: err=%v, want ErrFenced", err)
 	}
-	got, ver, err := readSelection(sb.conn, paths, "budget")
-	if err != nil || got.Active != "standby" || ver != 1 {
+	got, ver, err := readSelection(sb.conn, paths, contract.ServiceBudget)
+	if err != nil || got.Active != contract.Standby || ver != 1 {
 		t.Fatalf("selection after the fenced write: %+v v%d %v; want standby v1", got, ver, err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // snapshot is what the evaluation loop last decided, for Status and the page.
 type snapshot struct {
 	lastEvaluation time.Time
-	local          map[string]*LocalDecision
+	local          map[contract.Service]*LocalDecision
 }
 
 // evaluator is the evaluation loop: the one goroutine that owns the core
@@ -31,10 +31,10 @@ type evaluator struct {
 	restores <-chan restoreMsg
 
 	gen       int64 // > 0 while leading: the seed generation to offer with
-	overrides map[string]*contract.Override
+	overrides map[contract.Service]*contract.Override
 	last      core.Evaluation
-	stagger   map[string]string
-	kinds     map[string]string
+	stagger   map[contract.Service]string
+	kinds     map[contract.Service]string
 	expiry    *time.Timer
 }
 
@@ -43,7 +43,7 @@ func (e *evaluator) run(ctx context.Context) {
 	defer ticker.Stop()
 	e.expiry = time.NewTimer(time.Hour)
 	e.expiry.Stop()
-	e.stagger, e.kinds = map[string]string{}, map[string]string{}
+	e.stagger, e.kinds = map[contract.Service]string{}, map[contract.Service]string{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -76,13 +76,13 @@ func (e *evaluator) tick(now time.Time) {
 	e.m.m.lastEvaluation.Set(float64(now.UnixNano()) / 1e9)
 	e.exportVerdicts(contract.StageAggregator) // how far behind each side's input is
 	for i, d := range ev.Decisions {
-		if !slices.Contains(e.m.cfg.Services, d.Service) {
+		if !slices.Contains(e.m.cfg.services(), d.Service) {
 			continue
 		}
 		sv := ev.Stagger[i]
 		e.stagger[d.Service] = sv.Detail
-		e.m.m.stagger.WithLabelValues(d.Service).Set(b2f(sv.Violated))
-		e.exportVerdicts(d.Service)
+		e.m.m.stagger.WithLabelValues(d.Service.String()).Set(b2f(sv.Violated))
+		e.exportVerdicts(d.Service.Stage())
 		e.offer(d, true)
 	}
 	e.m.evaluated.Store(true)
@@ -95,7 +95,7 @@ func (e *evaluator) tick(now time.Time) {
 // selections that differ from what this replica knew; as leader it then
 // offers every other decided service, whose state here is the newer one.
 func (e *evaluator) restore(msg restoreMsg, now time.Time) {
-	restored := map[string]bool{}
+	restored := map[contract.Service]bool{}
 	for _, sel := range msg.sels {
 		if err := e.engine.Restore(sel); err != nil {
 			e.m.log.Warn("cannot continue from the published selection", "service", sel.Service, "err", err)
@@ -107,8 +107,8 @@ func (e *evaluator) restore(msg restoreMsg, now time.Time) {
 	}
 	e.gen = msg.gen
 	if e.gen > 0 {
-		for _, svc := range e.m.cfg.Services {
-			if st := e.engine.State(svc); !restored[svc] && st.Active != "" {
+		for _, svc := range e.m.cfg.services() {
+			if st := e.engine.State(svc); !restored[svc] && st.Active != 0 {
 				e.offerState(st, false, e.kinds[svc], false)
 			}
 		}
@@ -125,7 +125,7 @@ func (e *evaluator) redecide(now time.Time) {
 		return
 	}
 	for _, d := range e.engine.Redecide(now, e.overrides) {
-		if !slices.Contains(e.m.cfg.Services, d.Service) {
+		if !slices.Contains(e.m.cfg.services(), d.Service) {
 			continue
 		}
 		if d.OverrideEnded {
@@ -165,9 +165,9 @@ func (e *evaluator) offerState(st core.State, switched bool, kind string, closed
 // windowEntry is the decision record's entry of the window e.last for sel's
 // service: both sides' verdicts and the selection decided with them.
 func (e *evaluator) windowEntry(sel contract.Selection) decisions.Entry {
-	verdicts := map[string]decisions.Verdict{}
+	verdicts := map[contract.Side]decisions.Verdict{}
 	for _, side := range contract.Sides() {
-		if v, ok := e.last.Verdict(sel.Service, side); ok {
+		if v, ok := e.last.Verdict(sel.Service.Stage(), side); ok {
 			verdicts[side] = sideVerdictOf(v)
 		}
 	}
@@ -178,26 +178,26 @@ func (e *evaluator) windowEntry(sel contract.Selection) decisions.Entry {
 
 func (e *evaluator) exportDecision(st core.State) {
 	for _, side := range contract.Sides() {
-		e.m.m.activeSide.WithLabelValues(st.Service, side).Set(b2f(st.Active == side))
+		e.m.m.activeSide.WithLabelValues(st.Service.String(), side.String()).Set(b2f(st.Active == side))
 	}
-	e.m.m.degraded.WithLabelValues(st.Service).Set(b2f(st.Degraded))
-	e.m.m.overrideOn.WithLabelValues(st.Service).Set(b2f(st.Override != nil))
-	e.m.m.epoch.WithLabelValues(st.Service).Set(float64(st.Epoch))
+	e.m.m.degraded.WithLabelValues(st.Service.String()).Set(b2f(st.Degraded))
+	e.m.m.overrideOn.WithLabelValues(st.Service.String()).Set(b2f(st.Override != nil))
+	e.m.m.epoch.WithLabelValues(st.Service.String()).Set(float64(st.Epoch))
 }
 
-func (e *evaluator) exportVerdicts(service string) {
+func (e *evaluator) exportVerdicts(service contract.Stage) {
 	for _, side := range contract.Sides() {
 		v, ok := e.last.Verdict(service, side)
 		if !ok {
 			continue
 		}
-		e.m.m.sideHealthy.WithLabelValues(service, side).Set(b2f(v.Healthy))
-		e.m.m.sideQPS.WithLabelValues(service, side).Set(v.Stats.QPS)
-		e.m.m.sideLag.WithLabelValues(service, side).Set(float64(v.Stats.LagP99Ms) / 1000)
-		e.m.m.sideBehind.WithLabelValues(service, side).Set(b2f(v.CatchingUp != ""))
-		e.m.m.sideInstances.WithLabelValues(service, side).Set(float64(v.Stats.Instances))
+		e.m.m.sideHealthy.WithLabelValues(service.String(), side.String()).Set(b2f(v.Healthy))
+		e.m.m.sideQPS.WithLabelValues(service.String(), side.String()).Set(v.Stats.QPS)
+		e.m.m.sideLag.WithLabelValues(service.String(), side.String()).Set(float64(v.Stats.LagP99Ms) / 1000)
+		e.m.m.sideBehind.WithLabelValues(service.String(), side.String()).Set(b2f(v.CatchingUp != ""))
+		e.m.m.sideInstances.WithLabelValues(service.String(), side.String()).Set(float64(v.Stats.Instances))
 		for _, r := range core.AllRules() {
-			e.m.m.sideReason.WithLabelValues(service, side, r.String()).Set(b2f(v.Failing(r)))
+			e.m.m.sideReason.WithLabelValues(service.String(), side.String(), r.String()).Set(b2f(v.Failing(r)))
 		}
 	}
 }
@@ -225,16 +225,16 @@ func (e *evaluator) snapshotTime() time.Time {
 
 // publishSnapshot stores the local decisions for Status (read by other goroutines).
 func (e *evaluator) publishSnapshot(lastEval time.Time) {
-	s := &snapshot{lastEvaluation: lastEval, local: map[string]*LocalDecision{}}
-	for _, svc := range e.m.cfg.Services {
+	s := &snapshot{lastEvaluation: lastEval, local: map[contract.Service]*LocalDecision{}}
+	for _, svc := range e.m.cfg.services() {
 		st := e.engine.State(svc)
-		if st.Active == "" {
+		if st.Active == 0 {
 			continue
 		}
 		ld := &LocalDecision{Active: st.Active, Kind: e.kinds[svc], Reason: st.Reason, Degraded: st.Degraded, Epoch: st.Epoch,
-			DecidedAt: st.DecidedAt, Sides: map[string]SideVerdict{}, StaggerViolation: e.stagger[svc]}
+			DecidedAt: st.DecidedAt, Sides: map[contract.Side]SideVerdict{}, StaggerViolation: e.stagger[svc]}
 		for _, side := range contract.Sides() {
-			v, ok := e.last.Verdict(svc, side)
+			v, ok := e.last.Verdict(svc.Stage(), side)
 			if !ok {
 				continue
 			}

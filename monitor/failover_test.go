@@ -19,10 +19,10 @@ func TestFailoverWhenSamplesStopAndReturnAfterGrace(t *testing.T) {
 	p, s := startClusters(t)
 	pf, sf := newFleet(t, p), newFleet(t, s)
 	r := startReplica(t, testConfig("m1", addr, paths, p, s))
-	w := watchSelection(t, testConn(t, addr, nil), paths, contract.StageBudget)
+	w := watchSelection(t, testConn(t, addr, nil), paths, contract.ServiceBudget)
 
-	first := w.waitActive(t, contract.SidePrimary, 4*tWindow+5*time.Second)
-	if first.Epoch != 1 || !first.Sides[contract.SidePrimary].Healthy || !first.Sides[contract.SideStandby].Healthy {
+	first := w.waitActive(t, contract.Primary, 4*tWindow+5*time.Second)
+	if first.Epoch != 1 || !first.Sides[contract.Primary].Healthy || !first.Sides[contract.Standby].Healthy {
 		t.Fatalf("first selection: %+v; want primary, epoch 1, both sides healthy", first)
 	}
 	waitFor(t, &r.changes, 5*time.Second, "readiness", r.Ready)
@@ -32,13 +32,13 @@ func TestFailoverWhenSamplesStopAndReturnAfterGrace(t *testing.T) {
 
 	stopped := time.Now()
 	pf.set(func(f *fleet) { f.stopped = true })
-	failed := w.waitActive(t, contract.SideStandby, tHeartbeat+tWindow+5*time.Second)
+	failed := w.waitActive(t, contract.Standby, tHeartbeat+tWindow+5*time.Second)
 	took := time.Since(stopped)
 	t.Logf("failover published %s after the samples stopped (heartbeat %s + window %s)", took, tHeartbeat, tWindow)
 	if limit := tHeartbeat + tWindow + 1500*time.Millisecond; took > limit {
 		t.Fatalf("failover took %s, want within heartbeat+window (%s)", took, limit)
 	}
-	ps := failed.Sides[contract.SidePrimary]
+	ps := failed.Sides[contract.Primary]
 	if ps.Healthy || len(ps.Reasons) == 0 || !strings.HasPrefix(ps.Reasons[0], "no_heartbeat") {
 		t.Fatalf("primary in the failover selection: %+v; want unhealthy with no_heartbeat", ps)
 	}
@@ -54,12 +54,12 @@ func TestFailoverWhenSamplesStopAndReturnAfterGrace(t *testing.T) {
 		t.Fatalf("hotpair_service_active_side{budget,standby} = %g, want 1", got)
 	}
 
-	checkOnCallPage(t, r, contract.SideStandby, "no_heartbeat")
+	checkOnCallPage(t, r, contract.Standby.String(), "no_heartbeat")
 
 	// The primary comes back; it must stay out for the grace period.
 	resumed := time.Now()
 	pf.set(func(f *fleet) { f.stopped = false })
-	back := w.waitActive(t, contract.SidePrimary, tGrace+4*tWindow+5*time.Second)
+	back := w.waitActive(t, contract.Primary, tGrace+4*tWindow+5*time.Second)
 	took = time.Since(resumed)
 	t.Logf("returned to primary %s after its samples resumed (grace %s)", took, tGrace)
 	if took < tGrace {

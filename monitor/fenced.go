@@ -57,7 +57,7 @@ func writeSelection(conn *zk.Conn, paths contract.Paths, leaderNode string, sel 
 // readSelection returns the selection of service and its version, or absent
 // and a nil selection when there is none. A document that does not decode is
 // returned as an error with its version, so a leader can still overwrite it.
-func readSelection(conn *zk.Conn, paths contract.Paths, service string) (*contract.Selection, int32, error) {
+func readSelection(conn *zk.Conn, paths contract.Paths, service contract.Service) (*contract.Selection, int32, error) {
 	p := paths.Selection(service)
 	b, stat, err := conn.Get(p)
 	if errors.Is(err, zk.ErrNoNode) {

@@ -20,8 +20,8 @@ import (
 type GateAnswer struct {
 	OK bool `json:"ok"`
 	// Side is the side asked about; Other the side that must have held.
-	Side  string `json:"side"`
-	Other string `json:"other"`
+	Side  contract.Side `json:"side"`
+	Other contract.Side `json:"other"`
 	// Held is the hold asked for.
 	Held string `json:"held"`
 	// OtherHeld is how long the other side has been healthy on its current
@@ -43,7 +43,7 @@ type GateAnswer struct {
 // holds them (ReadStatus), and the registered pipeline instances
 // (ReadRegistrations). Both give the same answer for the same state.
 func Gate(st Status, registered []contract.Registration, req core.GateRequest) GateAnswer {
-	in := core.GateInput{Selections: map[string]*contract.Selection{}, Overrides: map[string]*contract.Override{}, Registered: registered}
+	in := core.GateInput{Selections: map[contract.Service]*contract.Selection{}, Overrides: map[contract.Service]*contract.Override{}, Registered: registered}
 	for _, ss := range st.Services {
 		in.Services = append(in.Services, ss.Service)
 		in.Selections[ss.Service], in.Overrides[ss.Service] = ss.Selection, ss.Override
@@ -63,7 +63,14 @@ func Gate(st Status, registered []contract.Registration, req core.GateRequest) G
 
 // ParseGateQuery reads side, held and max_age (optional) from a query.
 func ParseGateQuery(q url.Values) (core.GateRequest, error) {
-	req := core.GateRequest{Side: q.Get("side")}
+	var req core.GateRequest
+	if s := q.Get("side"); s != "" {
+		side, err := contract.ParseSide(s)
+		if err != nil {
+			return req, fmt.Errorf("side must be %s or %s, got %q", contract.Primary, contract.Standby, s)
+		}
+		req.Side = side
+	}
 	for _, d := range []struct {
 		key      string
 		dst      *time.Duration

@@ -20,15 +20,15 @@ func TestLeaderCrashHandsOverWithoutLosingTheDecision(t *testing.T) {
 	a := startReplica(t, testConfig("a", addr, paths, p, s))
 	waitFor(t, &a.changes, 10*time.Second, "a to lead", a.IsLeader)
 	b := startReplica(t, testConfig("b", addr, paths, p, s))
-	w := watchSelection(t, testConn(t, addr, nil), paths, contract.StageBudget)
-	w.waitActive(t, contract.SidePrimary, 4*tWindow+5*time.Second)
+	w := watchSelection(t, testConn(t, addr, nil), paths, contract.ServiceBudget)
+	w.waitActive(t, contract.Primary, 4*tWindow+5*time.Second)
 	waitFor(t, &b.changes, 4*tWindow, "b to be ready", b.Ready)
 	if b.IsLeader() {
 		t.Fatal("both replicas lead")
 	}
 
 	pf.set(func(f *fleet) { f.stopped = true })
-	failed := w.waitActive(t, contract.SideStandby, tHeartbeat+2*tWindow+5*time.Second)
+	failed := w.waitActive(t, contract.Standby, tHeartbeat+2*tWindow+5*time.Second)
 	if got := b.metric(t, "hotpair_monitor_publications_total", "service", "budget"); got != 0 {
 		t.Fatalf("the follower published %g selections", got)
 	}
@@ -55,7 +55,7 @@ func TestLeaderCrashHandsOverWithoutLosingTheDecision(t *testing.T) {
 	if limit := tSession + tWindow + 2*time.Second; published > limit {
 		t.Fatalf("handover took %s, want within session timeout + window (%s)", published, limit)
 	}
-	if next.Active != contract.SideStandby || next.Epoch != failed.Epoch || !next.LastSwitch.Equal(failed.LastSwitch) {
+	if next.Active != contract.Standby || next.Epoch != failed.Epoch || !next.LastSwitch.Equal(failed.LastSwitch) {
 		t.Fatalf("new leader published %s epoch %d (last switch %s); want the old leader's %s epoch %d (%s) continued",
 			next.Active, next.Epoch, next.LastSwitch, failed.Active, failed.Epoch, failed.LastSwitch)
 	}
@@ -71,7 +71,7 @@ func TestLeaderCrashHandsOverWithoutLosingTheDecision(t *testing.T) {
 	b.stop()
 	waitFor(t, &c.changes, tSession, "c to lead after b stopped cleanly", c.IsLeader)
 	t.Logf("after a clean stop: follower led in %s", time.Since(stopped))
-	w.waitActive(t, contract.SideStandby, time.Second)
+	w.waitActive(t, contract.Standby, time.Second)
 	// Let c decide a window as leader: what it publishes must not go back.
 	evals := c.metric(t, "hotpair_monitor_evaluations_total")
 	waitFor(t, &c.changes, 2*tWindow, "c to evaluate a window as leader", func() bool {
@@ -79,7 +79,7 @@ func TestLeaderCrashHandsOverWithoutLosingTheDecision(t *testing.T) {
 	})
 	checkNeverReversed(t, w.all())
 	for _, sel := range w.all() {
-		if sel.Epoch >= failed.Epoch && sel.Active != contract.SideStandby {
+		if sel.Epoch >= failed.Epoch && sel.Active != contract.Standby {
 			t.Fatalf("after the failover a reader saw %s at epoch %d", sel.Active, sel.Epoch)
 		}
 	}

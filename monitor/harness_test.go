@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafka/devsec"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 )
@@ -34,19 +36,50 @@ const (
 
 // cluster is one side's kfake cluster with the health topic.
 type cluster struct {
-	side    string
+	side    contract.Side
 	brokers []string
 	kc      *kfake.Cluster
+	// sec is the cluster's TLS and SASL (a secured cluster only): the
+	// config block naming its CA and password files, and what test clients
+	// connect with.
+	sec  contract.KafkaSecurity
+	auth *contract.KafkaAuth
 }
 
 func startClusters(t testing.TB) (primary, standby cluster) {
 	t.Helper()
+	return startClustersWith(t, nil)
+}
+
+// startSecureClusters starts both clusters with TLS and SASL on (one CA and
+// user), their CA and password in files the configs name.
+func startSecureClusters(t testing.TB) (primary, standby cluster) {
+	t.Helper()
+	sec, err := devsec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startClustersWith(t, sec)
+}
+
+func startClustersWith(t testing.TB, sec *devsec.Setup) (primary, standby cluster) {
+	t.Helper()
 	topic := contract.TopicsWithPrefix("").Health
 	var cs [2]cluster
 	for i, side := range contract.Sides() {
-		c := kafkatest.Cluster(t)
-		cs[i] = cluster{side: side, brokers: c.ListenAddrs(), kc: c}
-		if err := kafka.EnsureTopics(t.Context(), cs[i].brokers, 3, 1, kafka.TopicSpec{Name: topic}); err != nil {
+		if sec == nil {
+			c := kafkatest.Cluster(t)
+			cs[i] = cluster{side: side, brokers: c.ListenAddrs(), kc: c}
+		} else {
+			c := kafkatest.Cluster(t, sec.ClusterOpts()...)
+			dir := t.TempDir()
+			ca, pw := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "password")
+			if err := errors.Join(sec.WriteCA(ca), sec.WritePassword(pw)); err != nil {
+				t.Fatal(err)
+			}
+			cs[i] = cluster{side: side, brokers: c.ListenAddrs(), kc: c, sec: sec.Security(ca, pw), auth: sec.Auth()}
+		}
+		if err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: cs[i].brokers, Auth: cs[i].auth}, 3, 1, kafka.TopicSpec{Name: topic}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,7 +90,7 @@ func startClusters(t testing.TB) (primary, standby cluster) {
 // every tSampleInterval to hotpair-health of its own cluster, keyed
 // service/side/instance, as DESIGN §3 describes.
 type fleet struct {
-	side string
+	side contract.Side
 	cl   *kgo.Client
 
 	mu      sync.Mutex
@@ -70,7 +103,7 @@ type fleet struct {
 
 func newFleet(t testing.TB, c cluster) *fleet {
 	t.Helper()
-	f := &fleet{side: c.side, cl: kafkatest.Client(t, c.brokers), events: 50, lagMs: 40, build: "b1"}
+	f := &fleet{side: c.side, cl: kafkatest.ClientOf(t, kafka.Cluster{Brokers: c.brokers, Auth: c.auth}), events: 50, lagMs: 40, build: "b1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { f.run(ctx) })
@@ -117,7 +150,7 @@ func (f *fleet) run(ctx context.Context) {
 	}
 }
 
-func sample(stage, side, instance, build string, end time.Time, events, lagMs int64) contract.HealthSample {
+func sample(stage contract.Stage, side contract.Side, instance, build string, end time.Time, events, lagMs int64) contract.HealthSample {
 	s := contract.HealthSample{V: 1, Service: stage, Side: side, Role: contract.RoleLive, Instance: instance,
 		Build: build, Partitions: []int32{0, 1, 2, 3}, TopicPartitions: tPartitions,
 		WindowStart: end.Add(-tSampleInterval).UTC(), WindowEnd: end.UTC(), Events: events, LagMsMax: lagMs}
@@ -142,8 +175,8 @@ func testConfig(id, zkAddr string, paths contract.Paths, p, s cluster) Config {
 	c.ZK.Servers = []string{zkAddr}
 	c.ZK.Root = paths.Root
 	c.ZK.SessionTimeout = tSession
-	c.Clusters.Primary.Brokers = p.brokers
-	c.Clusters.Standby.Brokers = s.brokers
+	c.Clusters.Primary.Brokers, c.Clusters.Primary.Kafka = p.brokers, p.sec
+	c.Clusters.Standby.Brokers, c.Clusters.Standby.Kafka = s.brokers, s.sec
 	c.HTTP.Listen = "off"
 	c.Window = tWindow
 	c.Rules.SampleInterval = tSampleInterval
@@ -209,7 +242,7 @@ type selectionWatcher struct {
 	seen    []contract.Selection
 }
 
-func watchSelection(t testing.TB, conn *zk.Conn, paths contract.Paths, service string) *selectionWatcher {
+func watchSelection(t testing.TB, conn *zk.Conn, paths contract.Paths, service contract.Service) *selectionWatcher {
 	t.Helper()
 	w := &selectionWatcher{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -263,10 +296,10 @@ func (w *selectionWatcher) last() *contract.Selection {
 }
 
 // waitActive waits until the published selection names side and returns it.
-func (w *selectionWatcher) waitActive(t testing.TB, side string, timeout time.Duration) contract.Selection {
+func (w *selectionWatcher) waitActive(t testing.TB, side contract.Side, timeout time.Duration) contract.Selection {
 	t.Helper()
 	var got *contract.Selection
-	waitFor(t, &w.changes, timeout, "the selection to name "+side, func() bool {
+	waitFor(t, &w.changes, timeout, "the selection to name "+side.String(), func() bool {
 		got = w.last()
 		return got != nil && got.Active == side
 	})

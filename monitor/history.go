@@ -12,10 +12,10 @@ import (
 
 // Point is one evaluation window of one service, as the on-call page charts it.
 type Point struct {
-	At      time.Time `json:"at"` // the window's end
-	Active  string    `json:"active"`
-	Primary SidePoint `json:"primary"`
-	Standby SidePoint `json:"standby"`
+	At      time.Time     `json:"at"` // the window's end
+	Active  contract.Side `json:"active"`
+	Primary SidePoint     `json:"primary"`
+	Standby SidePoint     `json:"standby"`
 }
 
 // SidePoint is one side's numbers in a Point.
@@ -29,16 +29,16 @@ type SidePoint struct {
 
 // Switch is one change of the active side with the evidence behind it.
 type Switch struct {
-	Service string    `json:"service"`
-	At      time.Time `json:"at"`
-	From    string    `json:"from"`
-	To      string    `json:"to"`
+	Service contract.Service `json:"service"`
+	At      time.Time        `json:"at"`
+	From    contract.Side    `json:"from"`
+	To      contract.Side    `json:"to"`
 	// Kind is the rule that switched: failover, return, override or initial.
 	Kind   string `json:"kind"`
 	Epoch  int64  `json:"epoch"`
 	Reason string `json:"reason"`
 	// Sides are both sides' verdicts and numbers as published with it.
-	Sides map[string]contract.SideState `json:"sides"`
+	Sides map[contract.Side]contract.SideState `json:"sides"`
 	// Override is the operator override behind it, if any.
 	Override *contract.Override `json:"override,omitempty"`
 	// Writer is the monitor replica that recorded it.
@@ -56,16 +56,16 @@ type history struct {
 	retention    time.Duration
 	maxPoints    int
 	maxDecisions int
-	windows      map[string][]decisions.Entry // by service, in time order
-	decided      []decisions.Entry            // every service, in time order
-	held         map[string]time.Time         // id → RecordedAt of the copy held
+	windows      map[contract.Service][]decisions.Entry // by service, in time order
+	decided      []decisions.Entry                      // every service, in time order
+	held         map[string]time.Time                   // id → RecordedAt of the copy held
 	// onDecision, if set, sees every decision added (metrics).
 	onDecision func(e *decisions.Entry)
 }
 
 func newHistory(c HistoryConfig) *history {
 	return &history{retention: c.Retention, maxPoints: c.MaxPoints, maxDecisions: c.Switches,
-		windows: map[string][]decisions.Entry{}, held: map[string]time.Time{}}
+		windows: map[contract.Service][]decisions.Entry{}, held: map[string]time.Time{}}
 }
 
 // add keeps e and reports whether it changed the history: false for a copy
@@ -124,7 +124,7 @@ func (h *history) forget(list []decisions.Entry, n int) []decisions.Entry {
 }
 
 // pointsOf returns the service's windows as chart points, oldest first.
-func (h *history) pointsOf(service string) []Point {
+func (h *history) pointsOf(service contract.Service) []Point {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ws := h.windows[service]
@@ -136,11 +136,11 @@ func (h *history) pointsOf(service string) []Point {
 }
 
 func pointOf(e *decisions.Entry) Point {
-	side := func(s string) SidePoint {
+	side := func(s contract.Side) SidePoint {
 		v := e.Window.Verdicts[s]
 		return SidePoint{Healthy: v.Healthy, QPS: v.QPS, LagP99Ms: v.LagP99Ms, AggregatorLagP99Ms: v.AggregatorLagP99Ms}
 	}
-	return Point{At: e.At, Active: e.Selection.Active, Primary: side(contract.SidePrimary), Standby: side(contract.SideStandby)}
+	return Point{At: e.At, Active: e.Selection.Active, Primary: side(contract.Primary), Standby: side(contract.Standby)}
 }
 
 // recentDecisions returns the decisions held, newest first.

@@ -8,16 +8,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/httpserver"
 	"github.com/hotpair/hotpair/monitor/decisions"
 )
 
 // HistoryAnswer is the answer of GET /api/v1/history.
 type HistoryAnswer struct {
-	Service string     `json:"service,omitempty"`
-	Since   *time.Time `json:"since,omitempty"`
-	Until   time.Time  `json:"until"`
-	Kinds   []string   `json:"kinds,omitempty"`
+	Service contract.Service `json:"service,omitempty"`
+	Since   *time.Time       `json:"since,omitempty"`
+	Until   time.Time        `json:"until"`
+	Kinds   []string         `json:"kinds,omitempty"`
 	// HeldSince is the oldest entry this replica holds: its copy of the
 	// record goes back history.retention (decisions: the latest
 	// history.switches). `hotpair history` reads older entries from Kafka.
@@ -56,10 +57,11 @@ func (m *Monitor) parseHistoryQuery(q url.Values, now time.Time) (HistoryAnswer,
 		}
 	}
 	if s := q.Get("service"); s != "" {
-		if !slices.Contains(m.cfg.Services, s) {
+		svc := contract.ServiceByName(s)
+		if !slices.Contains(m.cfg.services(), svc) {
 			return ans, f, fmt.Errorf("parameter service: %q is not one of %s", s, strings.Join(m.cfg.Services, ", "))
 		}
-		ans.Service, f.Service = s, s
+		ans.Service, f.Service = svc, svc
 	}
 	for _, p := range []struct {
 		name string

@@ -71,12 +71,12 @@ func (m *Monitor) Status() Status {
 	if snap != nil {
 		st.Replica.LastEvaluation = snap.lastEvaluation
 	}
-	published := map[string]*contract.Selection{}
+	published := map[contract.Service]*contract.Selection{}
 	if p := m.pub.Load(); p != nil {
 		published = p.publishedSelections()
 	}
 	overrides := m.currentOverrides()
-	for _, svc := range m.cfg.Services {
+	for _, svc := range m.cfg.services() {
 		ss := ServiceStatus{Service: svc, Selection: published[svc], Override: overrides[svc], History: m.hist.pointsOf(svc)}
 		ss.OverrideActive = ss.Override.ActiveAt(now)
 		if snap != nil {

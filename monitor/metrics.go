@@ -123,23 +123,23 @@ func newMetrics(reg prometheus.Registerer, steps func() float64) *metrics {
 // initCounters exports the switch, publish-error and decision-record error
 // counters at zero, so that the alerts' increase() sees the first switch or
 // error instead of a series that appears at 1.
-func (m *metrics) initCounters(services []string) {
+func (m *metrics) initCounters(services []contract.Service) {
 	for _, svc := range services {
 		for _, side := range contract.Sides() {
 			for _, kind := range []string{"failover", "return", "override"} {
-				m.switches.WithLabelValues(svc, side, kind)
+				m.switches.WithLabelValues(svc.String(), side.String(), kind)
 			}
 		}
 		for _, reason := range []string{"fenced", "version_conflict", "acl", "zk"} {
-			m.publishErrors.WithLabelValues(svc, reason)
+			m.publishErrors.WithLabelValues(svc.String(), reason)
 		}
 	}
 	for _, side := range contract.Sides() {
 		for _, reason := range []string{"buffer_full", "delivery_failed"} {
-			m.recordWriteErrors.WithLabelValues(side, reason)
+			m.recordWriteErrors.WithLabelValues(side.String(), reason)
 		}
 		for _, reason := range []string{"invalid", "unknown_version"} {
-			m.recordBad.WithLabelValues(side, reason)
+			m.recordBad.WithLabelValues(side.String(), reason)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/httpserver"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/decisions"
@@ -64,7 +65,9 @@ type Monitor struct {
 	creds  *contract.Credentials
 	policy ACLPolicy
 	kopts  []kgo.Opt
-	hist   *history
+	// clusters are both sides' Kafka clusters, primary first.
+	clusters [2]kafka.Cluster
+	hist     *history
 
 	steps     atomic.Uint64
 	leader    atomic.Pointer[leadership]
@@ -86,7 +89,7 @@ type Monitor struct {
 	changes changes.Feed
 
 	ovMu      sync.Mutex
-	overrides map[string]*contract.Override
+	overrides map[contract.Service]*contract.Override
 	ovPoke    chan struct{}
 }
 
@@ -96,6 +99,10 @@ func New(o Options) (*Monitor, error) {
 		return nil, err
 	}
 	creds, err := o.Config.ZK.credentials()
+	if err != nil {
+		return nil, err
+	}
+	clusters, err := o.Config.kafkaClusters()
 	if err != nil {
 		return nil, err
 	}
@@ -121,13 +128,13 @@ func New(o Options) (*Monitor, error) {
 	mon := &Monitor{
 		cfg: o.Config, id: id, log: o.Logger.With("replica", id), gather: o.Gatherer,
 		paths: contract.NewPaths(o.Config.ZK.Root), creds: creds, policy: o.Config.policy(creds),
-		kopts: o.KafkaOptions, hist: newHistory(o.Config.History), ovPoke: make(chan struct{}, 1),
+		kopts: o.KafkaOptions, clusters: clusters, hist: newHistory(o.Config.History), ovPoke: make(chan struct{}, 1),
 	}
 	mon.m = newMetrics(o.Registerer, func() float64 { return float64(mon.steps.Load()) })
-	mon.m.initCounters(o.Config.Services)
+	mon.m.initCounters(o.Config.services())
 	latest := map[[2]string]time.Time{} // owned by the history's lock
 	mon.hist.onDecision = func(e *decisions.Entry) {
-		if k := [2]string{e.Service, e.Label()}; e.At.After(latest[k]) {
+		if k := [2]string{e.Service.String(), e.Label()}; e.At.After(latest[k]) {
 			latest[k] = e.At
 			mon.m.decisionLast.WithLabelValues(k[0], k[1]).Set(float64(e.At.UnixNano()) / 1e9)
 		}
@@ -263,13 +270,13 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 		return
 	}
 	wg.Go(func() { rec.run(ctx) })
-	pub := newPublisher(&publisher{s: sess, paths: m.paths, acl: m.policy.Selection(), services: m.cfg.Services,
+	pub := newPublisher(&publisher{s: sess, paths: m.paths, acl: m.policy.Selection(), services: m.cfg.services(),
 		window: m.cfg.Window, retry: retry, log: m.log, m: m.m, rec: rec,
 		leader: func() leadership { return *m.leader.Load() }, restore: restores, changes: &m.changes})
 	m.pub.Store(pub)
 	el := &election{s: sess, dir: m.paths.LeaderDir(), data: m.candidateData(), acl: m.policy.Selection(),
 		log: m.log, retry: retry, report: func(l leadership) { m.setLeadership(l); pub.poke() }}
-	ow := &overrideWatcher{s: sess, paths: m.paths, services: m.cfg.Services, log: m.log, retry: retry,
+	ow := &overrideWatcher{s: sess, paths: m.paths, services: m.cfg.services(), log: m.log, retry: retry,
 		notify: m.setOverrides}
 
 	wg.Go(func() {
@@ -281,10 +288,10 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 	})
 	wg.Go(func() { pub.run(ctx) })
 	wg.Go(func() { ow.run(ctx) })
-	for i, cl := range []ClusterConfig{m.cfg.Clusters.Primary, m.cfg.Clusters.Standby} {
+	for i, cl := range m.clusters {
 		side := contract.Sides()[i]
-		for _, t := range []*tail{m.healthTail(side, cl.Brokers, begin, samples),
-			m.recordTail(side, cl.Brokers, begin.Add(-m.cfg.History.Retention))} {
+		for _, t := range []*tail{m.healthTail(side, cl, begin, samples),
+			m.recordTail(side, cl, begin.Add(-m.cfg.History.Retention))} {
 			wg.Go(func() {
 				if err := t.run(ctx); err != nil {
 					fatal <- fmt.Errorf("monitor: reading %s of %s: %w", t.what, side, err)
@@ -303,7 +310,7 @@ func (m *Monitor) setup(ctx context.Context, sess *zkutil.Session, retry time.Du
 	defer unsubscribe()
 	for {
 		if sess.Usable() {
-			err := ensureLayout(sess.Conn(), m.paths, m.policy, m.cfg.Services)
+			err := ensureLayout(sess.Conn(), m.paths, m.policy, m.cfg.services())
 			if err == nil {
 				return nil
 			}
@@ -363,7 +370,7 @@ func (m *Monitor) setLeadership(l leadership) {
 	}
 }
 
-func (m *Monitor) setOverrides(o map[string]*contract.Override) {
+func (m *Monitor) setOverrides(o map[contract.Service]*contract.Override) {
 	m.ovMu.Lock()
 	m.overrides = o
 	m.ovMu.Unlock()
@@ -373,7 +380,7 @@ func (m *Monitor) setOverrides(o map[string]*contract.Override) {
 	}
 }
 
-func (m *Monitor) currentOverrides() map[string]*contract.Override {
+func (m *Monitor) currentOverrides() map[contract.Service]*contract.Override {
 	m.ovMu.Lock()
 	defer m.ovMu.Unlock()
 	return m.overrides

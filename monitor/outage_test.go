@@ -20,8 +20,8 @@ func TestZooKeeperOutageKeepsEvaluatingAndPublishesOnReturn(t *testing.T) {
 	pf, _ := newFleet(t, p), newFleet(t, s)
 	r := startReplica(t, testConfig("m", srv.Addr(), paths, p, s))
 	observer := testConn(t, srv.Addr(), nil)
-	w := watchSelection(t, observer, paths, contract.StageBudget)
-	first := w.waitActive(t, contract.SidePrimary, 4*tWindow+5*time.Second)
+	w := watchSelection(t, observer, paths, contract.ServiceBudget)
+	first := w.waitActive(t, contract.Primary, 4*tWindow+5*time.Second)
 	waitFor(t, &r.changes, 5*time.Second, "readiness", r.Ready)
 
 	srv.Kill()
@@ -36,8 +36,8 @@ func TestZooKeeperOutageKeepsEvaluatingAndPublishesOnReturn(t *testing.T) {
 	pf.set(func(f *fleet) { f.stopped = true })
 	waitFor(t, &r.changes, tHeartbeat+2*tWindow+5*time.Second, "the replica to decide the failover on its own", func() bool {
 		for _, ss := range r.Status().Services {
-			if ss.Service == contract.StageBudget && ss.Local != nil {
-				return ss.Local.Active == contract.SideStandby
+			if ss.Service == contract.ServiceBudget && ss.Local != nil {
+				return ss.Local.Active == contract.Standby
 			}
 		}
 		return false
@@ -50,7 +50,7 @@ func TestZooKeeperOutageKeepsEvaluatingAndPublishesOnReturn(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("/healthz during the outage = %d, want 200 (evaluation goes on)", rec.Code)
 	}
-	if l := w.last(); l.Active != contract.SidePrimary || l.Epoch != first.Epoch {
+	if l := w.last(); l.Active != contract.Primary || l.Epoch != first.Epoch {
 		t.Fatalf("something was published while ZooKeeper was down: %+v", l)
 	}
 
@@ -63,8 +63,8 @@ func TestZooKeeperOutageKeepsEvaluatingAndPublishesOnReturn(t *testing.T) {
 	// survive the server's restart (go-zookeeper sets it again after its
 	// own reconnect, which can come after the monitor's write and then
 	// miss it), and what is measured here is the monitor.
-	after := watchSelection(t, testConn(t, srv.Addr(), nil), paths, contract.StageBudget)
-	got := after.waitActive(t, contract.SideStandby, 20*time.Second)
+	after := watchSelection(t, testConn(t, srv.Addr(), nil), paths, contract.ServiceBudget)
+	got := after.waitActive(t, contract.Standby, 20*time.Second)
 	t.Logf("failover published %s after ZooKeeper returned", time.Since(back).Round(time.Millisecond))
 	if got.Epoch != first.Epoch+1 {
 		t.Fatalf("published epoch %d, want %d", got.Epoch, first.Epoch+1)

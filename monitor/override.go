@@ -27,10 +27,10 @@ type OverrideRequest struct {
 // Validate checks the request at now.
 func (r OverrideRequest) Validate(now time.Time) error {
 	switch {
-	case !contract.IsService(r.Service):
-		return fmt.Errorf("service %q is not one of %s", r.Service, strings.Join(contract.Services(), ", "))
-	case !contract.IsSide(r.Side):
-		return fmt.Errorf("side %q is not one of %s", r.Side, strings.Join(contract.Sides(), ", "))
+	case contract.ServiceByName(r.Service) == 0:
+		return fmt.Errorf("service %q is not one of %s", r.Service, strings.Join(contract.ServiceNames(), ", "))
+	case !isSide(r.Side):
+		return fmt.Errorf("side %q is not one of %s", r.Side, strings.Join(contract.SideNames(), ", "))
 	case strings.TrimSpace(r.Reason) == "":
 		return errors.New("a reason is required")
 	case !r.Until.After(now):
@@ -48,7 +48,8 @@ func SetOverride(conn *zk.Conn, paths contract.Paths, p ACLPolicy, r OverrideReq
 	if err := r.Validate(now); err != nil {
 		return contract.Override{}, err
 	}
-	o := contract.Override{V: contract.ZNodeVersion, Side: r.Side, Until: r.Until.UTC(), Reason: r.Reason, By: r.By}
+	side, _ := contract.ParseSide(r.Side)
+	o := contract.Override{V: contract.ZNodeVersion, Side: side, Until: r.Until.UTC(), Reason: r.Reason, By: r.By}
 	b, err := contract.Encode(o)
 	if err != nil {
 		return contract.Override{}, err
@@ -59,7 +60,7 @@ func SetOverride(conn *zk.Conn, paths contract.Paths, p ACLPolicy, r OverrideReq
 	if err := ensureNode(conn, paths.OverrideDir(), p.Override(), createOnly, false); err != nil {
 		return contract.Override{}, err
 	}
-	at := paths.Override(r.Service)
+	at := paths.Override(contract.ServiceByName(r.Service))
 	_, err = conn.Create(at, b, 0, p.Override())
 	if errors.Is(err, zk.ErrNodeExists) {
 		_, err = conn.Set(at, b, -1)
@@ -74,7 +75,7 @@ func SetOverride(conn *zk.Conn, paths contract.Paths, p ACLPolicy, r OverrideReq
 // rewritten with until = now and the reason prefixed with "cleared", so
 // `hotpair status` shows who ended which override and why. It returns
 // ErrNoOverride when no override is in force.
-func ClearOverride(conn *zk.Conn, paths contract.Paths, service, by, reason string, now time.Time) (contract.Override, error) {
+func ClearOverride(conn *zk.Conn, paths contract.Paths, service contract.Service, by, reason string, now time.Time) (contract.Override, error) {
 	at := paths.Override(service)
 	o, version, err := ReadOverride(conn, paths, service)
 	if err != nil {
@@ -107,7 +108,7 @@ func ClearOverride(conn *zk.Conn, paths contract.Paths, service, by, reason stri
 // ReadOverride returns the override document of a service (possibly expired)
 // and its version, or nil when there is none. A document that does not
 // decode is an error.
-func ReadOverride(conn *zk.Conn, paths contract.Paths, service string) (*contract.Override, int32, error) {
+func ReadOverride(conn *zk.Conn, paths contract.Paths, service contract.Service) (*contract.Override, int32, error) {
 	at := paths.Override(service)
 	b, stat, err := conn.Get(at)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -131,4 +132,9 @@ func operatorHint(err error) error {
 		return fmt.Errorf("%w (overrides are writable only by the operator identity: pass --auth user:password)", err)
 	}
 	return err
+}
+
+func isSide(name string) bool {
+	_, err := contract.ParseSide(name)
+	return err == nil
 }

@@ -22,16 +22,16 @@ import (
 type overrideWatcher struct {
 	s        *zkutil.Session
 	paths    contract.Paths
-	services []string
+	services []contract.Service
 	log      *slog.Logger
 	retry    time.Duration
-	notify   func(map[string]*contract.Override)
+	notify   func(map[contract.Service]*contract.Override)
 }
 
 func (w *overrideWatcher) run(ctx context.Context) {
 	pokes, unsubscribe := w.s.Subscribe()
 	defer unsubscribe()
-	var last map[string]*contract.Override
+	var last map[contract.Service]*contract.Override
 	for ctx.Err() == nil {
 		round, cancel := context.WithCancel(ctx)
 		fired := make(chan struct{}, 1)
@@ -63,8 +63,8 @@ func (w *overrideWatcher) run(ctx context.Context) {
 
 // read returns the override of every service that has one, and one watch
 // per service.
-func (w *overrideWatcher) read() (map[string]*contract.Override, []<-chan zk.Event, error) {
-	out := map[string]*contract.Override{}
+func (w *overrideWatcher) read() (map[contract.Service]*contract.Override, []<-chan zk.Event, error) {
+	out := map[contract.Service]*contract.Override{}
 	var watches []<-chan zk.Event
 	for _, svc := range w.services {
 		p := w.paths.Override(svc)
@@ -73,7 +73,7 @@ func (w *overrideWatcher) read() (map[string]*contract.Override, []<-chan zk.Eve
 			var ok bool
 			ok, _, ch, err = w.s.Conn().ExistsW(p)
 			if err == nil && ok {
-				return nil, nil, errors.New("override of " + svc + " appeared while reading it")
+				return nil, nil, errors.New("override of " + svc.String() + " appeared while reading it")
 			}
 		}
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -107,7 +107,7 @@ func fanIn(ctx context.Context, watches []<-chan zk.Event, fired chan<- struct{}
 	}
 }
 
-func sameOverrides(a, b map[string]*contract.Override) bool {
+func sameOverrides(a, b map[contract.Service]*contract.Override) bool {
 	if a == nil || len(a) != len(b) {
 		return false
 	}

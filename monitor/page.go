@@ -27,7 +27,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"ago":       ago,
 	"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"sides":     contract.Sides,
-	"side": func(sel *contract.Selection, side string) *contract.SideState {
+	"side": func(sel *contract.Selection, side contract.Side) *contract.SideState {
 		if sel == nil {
 			return nil
 		}
@@ -36,7 +36,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return nil
 	},
-	"localSide": func(l *LocalDecision, side string) *SideVerdict {
+	"localSide": func(l *LocalDecision, side contract.Side) *SideVerdict {
 		if l == nil {
 			return nil
 		}
@@ -47,14 +47,14 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	},
 	"join":  strings.Join,
 	"deref": func(b *bool) bool { return b != nil && *b },
-	"upper": strings.ToUpper,
+	"upper": func(v any) string { return strings.ToUpper(fmt.Sprint(v)) },
 	"qps":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"lag":   lagText,
 }).Parse(pageSource))
 
 type pageData struct {
 	Status
-	Charts map[string]serviceCharts
+	Charts map[contract.Service]serviceCharts
 	// Decisions are the decision record's latest decisions, newest first.
 	Decisions        []decisions.Entry
 	HistoryRetention time.Duration
@@ -66,7 +66,7 @@ type serviceCharts struct {
 
 func (m *Monitor) servePage(w http.ResponseWriter, _ *http.Request) {
 	st := m.Status()
-	d := pageData{Status: st, Charts: map[string]serviceCharts{}, Decisions: m.hist.recentDecisions(),
+	d := pageData{Status: st, Charts: map[contract.Service]serviceCharts{}, Decisions: m.hist.recentDecisions(),
 		HistoryRetention: m.cfg.History.Retention}
 	from := st.Now.Add(-m.cfg.History.Retention)
 	for _, s := range st.Services {
@@ -85,8 +85,9 @@ func (m *Monitor) servePage(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-func sideColor(side string) string {
-	if side == contract.SideStandby {
+func sideColor(v any) string {
+	side, _ := contract.ParseSide(fmt.Sprint(v))
+	if side == contract.Standby {
 		return colorStandby
 	}
 	return colorPrimary
@@ -158,7 +159,7 @@ func lineChart(title string, pts []Point, from, to time.Time, format string, val
 	step := max(1, len(pts)/maxPolylinePoints)
 	for _, side := range contract.Sides() {
 		get := func(p Point) SidePoint {
-			if side == contract.SideStandby {
+			if side == contract.Standby {
 				return p.Standby
 			}
 			return p.Primary

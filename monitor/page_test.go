@@ -116,7 +116,7 @@ func checkOnCallPage(t *testing.T, r *replica, active, reason string) {
 	// replica read this one back.
 	waitFor(t, &r.changes, 10*time.Second, "the switch to be read back from the decision record", func() bool {
 		for _, sw := range r.hist.recentSwitches() {
-			if sw.Service == contract.StageBudget && sw.To == active {
+			if sw.Service == contract.ServiceBudget && sw.To.String() == active {
 				return true
 			}
 		}
@@ -167,14 +167,14 @@ func checkOnCallPage(t *testing.T, r *replica, active, reason string) {
 // The page must not pull anything from the network: no scripts, no links
 // to other hosts.
 func TestOnCallPageIsSelfContained(t *testing.T) {
-	p, s := cluster{side: contract.SidePrimary, brokers: []string{"127.0.0.1:1"}}, cluster{side: contract.SideStandby, brokers: []string{"127.0.0.1:2"}}
+	p, s := cluster{side: contract.Primary, brokers: []string{"127.0.0.1:1"}}, cluster{side: contract.Standby, brokers: []string{"127.0.0.1:2"}}
 	m, err := New(Options{Config: testConfig("page", "127.0.0.1:3", testRoot(t), p, s)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	sel := contract.Selection{V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 1, DecidedAt: now, Reason: "<script>x</script>"}
-	m.hist.add(decisions.WindowEntry(sel, now.Add(-time.Minute), now, map[string]decisions.Verdict{"primary": {Healthy: true, QPS: 10}}, decisions.Thresholds{}))
+	sel := contract.Selection{V: 1, Service: contract.ServiceBudget, Active: contract.Primary, Preferred: contract.Primary, Epoch: 1, DecidedAt: now, Reason: "<script>x</script>"}
+	m.hist.add(decisions.WindowEntry(sel, now.Add(-time.Minute), now, map[contract.Side]decisions.Verdict{contract.Primary: {Healthy: true, QPS: 10}}, decisions.Thresholds{}))
 	for _, e := range decisions.Changes(nil, sel, "") {
 		m.hist.add(e)
 	}

@@ -29,13 +29,13 @@ func BenchmarkPublicationLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sel := contract.Selection{V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 1,
-		Reason: "benchmark", Sides: map[string]contract.SideState{"primary": {Healthy: true, QPS: 800}, "standby": {Healthy: true, QPS: 800}}}
+	sel := contract.Selection{V: 1, Service: contract.ServiceBudget, Active: contract.Primary, Preferred: contract.Primary, Epoch: 1,
+		Reason: "benchmark", Sides: map[contract.Side]contract.SideState{contract.Primary: {Healthy: true, QPS: 800}, contract.Standby: {Healthy: true, QPS: 800}}}
 	version, err := writeSelection(writer.conn, paths, node, sel, absent, zkutil.OpenACL())
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := paths.Selection("budget")
+	p := paths.Selection(contract.ServiceBudget)
 
 	// seen times one write: write, then wait for the watch to fire.
 	seen := func(b *testing.B, write func() error) time.Duration {

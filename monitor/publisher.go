@@ -65,7 +65,7 @@ type publisher struct {
 	s        *zkutil.Session
 	paths    contract.Paths
 	acl      []zk.ACL
-	services []string
+	services []contract.Service
 	window   time.Duration
 	retry    time.Duration
 	log      *slog.Logger
@@ -78,16 +78,16 @@ type publisher struct {
 	wake chan struct{}
 	mu   sync.Mutex
 	// pending offers by service.
-	pending map[string]offer
+	pending map[contract.Service]offer
 	// published is the latest selection known to be in ZooKeeper per
 	// service (written by this replica or read).
-	published map[string]*contract.Selection
+	published map[contract.Service]*contract.Selection
 
 	// owned by run
 	gen        int64
 	seededTerm int64
-	versions   map[string]int32
-	uncertain  map[string]*contract.Selection // a write whose outcome is unknown
+	versions   map[contract.Service]int32
+	uncertain  map[contract.Service]*contract.Selection // a write whose outcome is unknown
 	nextMirror time.Time
 }
 
@@ -96,10 +96,10 @@ func newPublisher(p *publisher) *publisher {
 		p.changes = &changes.Feed{}
 	}
 	p.wake = make(chan struct{}, 1)
-	p.pending = map[string]offer{}
-	p.published = map[string]*contract.Selection{}
-	p.versions = map[string]int32{}
-	p.uncertain = map[string]*contract.Selection{}
+	p.pending = map[contract.Service]offer{}
+	p.published = map[contract.Service]*contract.Selection{}
+	p.versions = map[contract.Service]int32{}
+	p.uncertain = map[contract.Service]*contract.Selection{}
 	return p
 }
 
@@ -125,10 +125,10 @@ func (p *publisher) poke() {
 }
 
 // publishedSelections returns a copy of what is known to be published.
-func (p *publisher) publishedSelections() map[string]*contract.Selection {
+func (p *publisher) publishedSelections() map[contract.Service]*contract.Selection {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make(map[string]*contract.Selection, len(p.published))
+	out := make(map[contract.Service]*contract.Selection, len(p.published))
 	for k, v := range p.published {
 		c := *v
 		out[k] = &c
@@ -192,7 +192,7 @@ func (p *publisher) dropPending() {
 // readAll reads every service's selection and its version.
 func (p *publisher) readAll() ([]contract.Selection, error) {
 	var sels []contract.Selection
-	versions := map[string]int32{}
+	versions := map[contract.Service]int32{}
 	for _, svc := range p.services {
 		sel, v, err := readSelection(p.s.Conn(), p.paths, svc)
 		if err != nil && !errors.Is(err, contract.ErrInvalidDocument) {
@@ -333,24 +333,24 @@ func (p *publisher) flush(l leadership) time.Duration {
 		case err == nil:
 			p.written(o, v)
 		case errors.Is(err, ErrFenced):
-			p.m.publishErrors.WithLabelValues(svc, "fenced").Inc()
+			p.m.publishErrors.WithLabelValues(svc.String(), "fenced").Inc()
 			p.log.Warn("selection write fenced off: this replica no longer leads; not retrying",
 				"service", svc, "active", o.sel.Active, "epoch", o.sel.Epoch, "node", l.Node, "err", err)
 			p.seededTerm = 0
 			p.dropPending()
 			return p.retry
 		case errors.Is(err, ErrVersionConflict):
-			p.m.publishErrors.WithLabelValues(svc, "version_conflict").Inc()
+			p.m.publishErrors.WithLabelValues(svc.String(), "version_conflict").Inc()
 			p.log.Warn("selection changed since it was read; reading it again and deciding again instead of retrying",
 				"service", svc, "active", o.sel.Active, "epoch", o.sel.Epoch, "err", err)
 			p.seededTerm = 0
 			p.dropPending()
 			return 0
 		case errors.Is(err, ErrACL):
-			p.m.publishErrors.WithLabelValues(svc, "acl").Inc()
+			p.m.publishErrors.WithLabelValues(svc.String(), "acl").Inc()
 			p.log.Error("selection write refused by ZooKeeper's ACL", "service", svc, "err", err)
 		default:
-			p.m.publishErrors.WithLabelValues(svc, "zk").Inc()
+			p.m.publishErrors.WithLabelValues(svc.String(), "zk").Inc()
 			p.log.Warn("selection write failed; it will be checked and tried again", "service", svc, "err", err)
 			att := o.sel
 			p.uncertain[svc] = &att
@@ -365,7 +365,7 @@ func (p *publisher) flush(l leadership) time.Duration {
 // if ZooKeeper holds it, it counts as written; if ZooKeeper still holds the
 // selection before it, the version is refreshed for the next try; anything
 // else is a conflict and it returns false.
-func (p *publisher) reconcile(svc string, attempted *contract.Selection) bool {
+func (p *publisher) reconcile(svc contract.Service, attempted *contract.Selection) bool {
 	cur, v, err := readSelection(p.s.Conn(), p.paths, svc)
 	if err != nil && !errors.Is(err, contract.ErrInvalidDocument) {
 		return true // still unknown: the write below fails the same way and retries
@@ -382,7 +382,7 @@ func (p *publisher) reconcile(svc string, attempted *contract.Selection) bool {
 		p.versions[svc] = v
 		return true
 	}
-	p.m.publishErrors.WithLabelValues(svc, "version_conflict").Inc()
+	p.m.publishErrors.WithLabelValues(svc.String(), "version_conflict").Inc()
 	p.log.Warn("selection changed by another writer during a failed write; reading again", "service", svc)
 	p.seededTerm = 0
 	p.dropPending()
@@ -410,8 +410,8 @@ func (p *publisher) written(o offer, version int32) {
 	prev := p.published[svc]
 	p.published[svc] = &sel
 	p.mu.Unlock()
-	p.m.publications.WithLabelValues(svc).Inc()
-	p.m.lastPublished.WithLabelValues(svc).Set(float64(time.Now().UnixNano()) / 1e9)
+	p.m.publications.WithLabelValues(svc.String()).Inc()
+	p.m.lastPublished.WithLabelValues(svc.String()).Set(float64(time.Now().UnixNano()) / 1e9)
 	kind := o.kind
 	if kind == "" || kind == "unknown" || kind == "stay" {
 		kind = kindOf(sel)
@@ -420,8 +420,8 @@ func (p *publisher) written(o offer, version int32) {
 	case prev == nil:
 		p.log.Info("first selection published", "service", svc, "active", sel.Active, "epoch", sel.Epoch, "reason", sel.Reason)
 	case prev.Active != sel.Active:
-		p.m.switches.WithLabelValues(svc, sel.Active, kind).Inc()
-		p.log.Warn("switched the active side", switchEvidence(sel, prev.Active, kind)...)
+		p.m.switches.WithLabelValues(svc.String(), sel.Active.String(), kind).Inc()
+		p.log.Warn("switched the active side", switchEvidence(sel, prev.Active.String(), kind)...)
 	}
 	p.record(append(slices.Clone(o.windows), decisions.Changes(prev, sel, kind)...))
 }
@@ -433,14 +433,14 @@ func switchEvidence(sel contract.Selection, from, kind string) []any {
 	for _, side := range contract.Sides() {
 		s, ok := sel.Sides[side]
 		if !ok {
-			args = append(args, slog.Group(side, "known", false))
+			args = append(args, slog.Group(side.String(), "known", false))
 			continue
 		}
 		g := []any{"healthy", s.Healthy, "reasons", s.Reasons, "qps", s.QPS, "lag_p99_ms", s.LagP99Ms, "build", s.Build}
 		if s.HealthySince != nil {
 			g = append(g, "healthy_since", s.HealthySince.UTC())
 		}
-		args = append(args, slog.Group(side, g...))
+		args = append(args, slog.Group(side.String(), g...))
 	}
 	if o := sel.Override; o != nil {
 		args = append(args, slog.Group("override", "side", o.Side, "by", o.By, "until", o.Until, "reason", o.Reason))

@@ -53,7 +53,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	restores := make(chan restoreMsg, 8)
 	lead := leadership{Leader: true, Node: aNode, Term: 1}
-	pub := newPublisher(&publisher{s: sa.Session, paths: paths, acl: zkutil.OpenACL(), services: []string{"budget"},
+	pub := newPublisher(&publisher{s: sa.Session, paths: paths, acl: zkutil.OpenACL(), services: []contract.Service{contract.ServiceBudget},
 		window: time.Hour, retry: 50 * time.Millisecond, m: newMetrics(reg, func() float64 { return 0 }),
 		log:    slog.New(slog.NewTextHandler(&logs, nil)),
 		leader: func() leadership { return lead }, restore: restores})
@@ -66,7 +66,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 	if msg.gen != 1 || len(msg.sels) != 0 {
 		t.Fatalf("first seed: %+v", msg)
 	}
-	sel := contract.Selection{V: 1, Service: "budget", Active: contract.SidePrimary, Preferred: contract.SidePrimary, Epoch: 1, Reason: "a"}
+	sel := contract.Selection{V: 1, Service: contract.ServiceBudget, Active: contract.Primary, Preferred: contract.Primary, Epoch: 1, Reason: "a"}
 	pub.offer(offer{gen: 1, sel: sel, kind: "initial"})
 	waitFor(t, pub.changes, 5*time.Second, "a's first write", func() bool { return gathered(t, reg, "hotpair_monitor_publications_total") == 1 })
 
@@ -81,7 +81,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	newer := sel
-	newer.Active, newer.Epoch, newer.Reason = contract.SideStandby, 2, "b"
+	newer.Active, newer.Epoch, newer.Reason = contract.Standby, 2, "b"
 	if _, err := writeSelection(sb.conn, paths, bNode, newer, 0, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 		return gathered(t, reg, "hotpair_monitor_publish_errors_total", "service", "budget", "reason", "fenced") == 1
 	})
 	reread := <-restores
-	if reread.gen != 2 || len(reread.sels) != 1 || reread.sels[0].Active != contract.SideStandby {
+	if reread.gen != 2 || len(reread.sels) != 1 || reread.sels[0].Active != contract.Standby {
 		t.Fatalf("after the fenced write the publisher handed over %+v; want b's selection to decide from", reread)
 	}
 	// Two more steps of the publisher: neither writes the late offer again.
@@ -109,8 +109,8 @@ func TestDeposedLeaderWriteIsFencedOffAndNotRetried(t *testing.T) {
 	if got := gathered(t, reg, "hotpair_monitor_publish_errors_total", "reason", "fenced"); got != 1 {
 		t.Fatalf("fenced writes = %g: the write was retried", got)
 	}
-	cur, _, err := readSelection(sb.conn, paths, "budget")
-	if err != nil || cur.Active != contract.SideStandby || cur.Reason != "b" {
+	cur, _, err := readSelection(sb.conn, paths, contract.ServiceBudget)
+	if err != nil || cur.Active != contract.Standby || cur.Reason != "b" {
 		t.Fatalf("selection = %+v, %v; want b's", cur, err)
 	}
 	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "fenced off") {

@@ -48,16 +48,16 @@ type recorder struct {
 }
 
 type recordSink struct {
-	side    string
-	brokers []string
+	side    contract.Side
+	cluster kafka.Cluster
 	cl      *kgo.Client
 }
 
 func newRecorder(m *Monitor, retry time.Duration) (*recorder, error) {
 	r := &recorder{id: m.id, topic: m.recordTopic(), cfg: m.cfg.Record, log: m.log, m: m.m, retry: retry}
-	for i, cl := range []ClusterConfig{m.cfg.Clusters.Primary, m.cfg.Clusters.Standby} {
+	for i, cl := range m.clusters {
 		side := contract.Sides()[i]
-		c, err := kafka.NewClient(cl.Brokers, "hotpair-monitor-record-"+side, append([]kgo.Opt{
+		c, err := kafka.NewClient(cl, "hotpair-monitor-record-"+side.String(), append([]kgo.Opt{
 			kgo.MaxBufferedRecords(recordBuffer),
 			kgo.RecordDeliveryTimeout(recordDeliveryTimeout),
 			kgo.UnknownTopicRetries(-1), // wait for the topic being created
@@ -67,7 +67,7 @@ func newRecorder(m *Monitor, retry time.Duration) (*recorder, error) {
 			r.close()
 			return nil, err
 		}
-		r.sinks = append(r.sinks, &recordSink{side: side, brokers: cl.Brokers, cl: c})
+		r.sinks = append(r.sinks, &recordSink{side: side, cluster: cl, cl: c})
 	}
 	return r, nil
 }
@@ -103,7 +103,7 @@ func (r *recorder) setUp(ctx context.Context, s *recordSink) {
 	want := kafka.Retention(r.cfg.Retention)
 	wait := r.retry
 	for ctx.Err() == nil {
-		err := kafka.EnsureTopics(ctx, s.brokers, 1, r.cfg.Replication, kafka.TopicSpec{Name: r.topic, Config: want})
+		err := kafka.EnsureTopics(ctx, s.cluster, 1, r.cfg.Replication, kafka.TopicSpec{Name: r.topic, Config: want})
 		if errors.Is(err, kafka.ErrPartitionMismatch) {
 			err = nil // any partition count will do: entries are keyed by service
 		}
@@ -144,17 +144,17 @@ func (r *recorder) append(entries []decisions.Entry) {
 			r.log.Error("encoding a decision entry failed", "id", e.ID, "err", err)
 			continue
 		}
-		r.m.decisionsRecorded.WithLabelValues(e.Service, e.Label()).Inc()
+		r.m.decisionsRecorded.WithLabelValues(e.Service.String(), e.Label()).Inc()
 		for _, s := range r.sinks {
-			rec := &kgo.Record{Topic: r.topic, Key: []byte(e.Service), Value: b, Timestamp: now}
+			rec := &kgo.Record{Topic: r.topic, Key: []byte(e.Service.String()), Value: b, Timestamp: now}
 			s.cl.TryProduce(context.Background(), rec, func(_ *kgo.Record, err error) {
 				switch {
 				case err == nil:
-					r.m.recordWrites.WithLabelValues(s.side).Inc()
+					r.m.recordWrites.WithLabelValues(s.side.String()).Inc()
 				case errors.Is(err, kgo.ErrMaxBuffered):
-					r.m.recordWriteErrors.WithLabelValues(s.side, "buffer_full").Inc()
+					r.m.recordWriteErrors.WithLabelValues(s.side.String(), "buffer_full").Inc()
 				default:
-					r.m.recordWriteErrors.WithLabelValues(s.side, "delivery_failed").Inc()
+					r.m.recordWriteErrors.WithLabelValues(s.side.String(), "delivery_failed").Inc()
 					r.log.Warn("a decision entry did not reach a cluster; the other cluster's copy keeps it",
 						"side", s.side, "id", e.ID, "err", err)
 				}
@@ -166,10 +166,10 @@ func (r *recorder) append(entries []decisions.Entry) {
 // recordTail reads the decision record of one cluster into the replica's
 // history, from history.retention ago on: every replica, leader or not,
 // shows the same history, and a restarted one finds it again.
-func (m *Monitor) recordTail(side string, brokers []string, from time.Time) *tail {
-	return &tail{side: side, brokers: brokers, clientID: "hotpair-monitor-record-reader-" + side,
+func (m *Monitor) recordTail(side contract.Side, cluster kafka.Cluster, from time.Time) *tail {
+	return &tail{side: side, cluster: cluster, clientID: "hotpair-monitor-record-reader-" + side.String(),
 		topic: m.recordTopic(), what: "decision record", from: from, log: m.log,
-		errs: m.m.recordReadErrors.WithLabelValues(side), bad: m.m.recordBad.MustCurryWith(prometheus.Labels{"side": side}),
+		errs: m.m.recordReadErrors.WithLabelValues(side.String()), bad: m.m.recordBad.MustCurryWith(prometheus.Labels{"side": side.String()}),
 		now: time.Now, opts: m.kopts,
 		take: func(_ context.Context, r *kgo.Record, _ time.Time) (string, bool) {
 			e, err := decisions.Decode(r.Value)
@@ -179,7 +179,7 @@ func (m *Monitor) recordTail(side string, brokers []string, from time.Time) *tai
 			case err != nil:
 				return "invalid", true
 			}
-			m.m.recordReads.WithLabelValues(side).Inc()
+			m.m.recordReads.WithLabelValues(side.String()).Inc()
 			if m.hist.add(e) {
 				m.changes.Notify()
 			}

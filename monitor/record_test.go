@@ -24,7 +24,7 @@ import (
 func budgetSwitches(r *replica) []Switch {
 	var out []Switch
 	for _, sw := range r.hist.recentSwitches() {
-		if sw.Service == contract.StageBudget && sw.Kind != "initial" {
+		if sw.Service == contract.ServiceBudget && sw.Kind != "initial" {
 			out = append(out, sw)
 		}
 	}
@@ -43,20 +43,20 @@ func TestDecisionRecordSurvivesRestarts(t *testing.T) {
 	paths := testRoot(t)
 	p, s := startClusters(t)
 	topic := decisions.Topic
-	if err := kafka.EnsureTopics(t.Context(), s.brokers, 1, 1, kafka.TopicSpec{Name: topic, Config: kafka.Retention(time.Hour)}); err != nil {
+	if err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: s.brokers}, 1, 1, kafka.TopicSpec{Name: topic, Config: kafka.Retention(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	pf, _ := newFleet(t, p), newFleet(t, s)
 	a := startReplica(t, testConfig("a", addr, paths, p, s))
 	waitFor(t, &a.changes, 10*time.Second, "a to lead", a.IsLeader)
 	b := startReplica(t, testConfig("b", addr, paths, p, s))
-	w := watchSelection(t, testConn(t, addr, nil), paths, contract.StageBudget)
-	w.waitActive(t, contract.SidePrimary, 4*tWindow+5*time.Second)
+	w := watchSelection(t, testConn(t, addr, nil), paths, contract.ServiceBudget)
+	w.waitActive(t, contract.Primary, 4*tWindow+5*time.Second)
 
 	pf.set(func(f *fleet) { f.stopped = true })
-	w.waitActive(t, contract.SideStandby, tHeartbeat+2*tWindow+5*time.Second)
+	w.waitActive(t, contract.Standby, tHeartbeat+2*tWindow+5*time.Second)
 	pf.set(func(f *fleet) { f.stopped = false })
-	w.waitActive(t, contract.SidePrimary, tGrace+4*tWindow+5*time.Second)
+	w.waitActive(t, contract.Primary, tGrace+4*tWindow+5*time.Second)
 	for _, r := range []*replica{a, b} {
 		waitFor(t, &r.changes, 10*time.Second, r.ID()+" to read both switches back", func() bool { return len(budgetSwitches(r)) == 2 })
 	}
@@ -82,10 +82,10 @@ func TestDecisionRecordSurvivesRestarts(t *testing.T) {
 	}
 	sw := budgetSwitches(c)
 	fo, ret := sw[0], sw[1]
-	if fo.Kind != "failover" || fo.From != "primary" || fo.To != "standby" || ret.Kind != "return" || ret.To != "primary" || ret.Epoch != fo.Epoch+1 {
+	if fo.Kind != "failover" || fo.From != contract.Primary || fo.To != contract.Standby || ret.Kind != "return" || ret.To != contract.Primary || ret.Epoch != fo.Epoch+1 {
 		t.Fatalf("switches after the restart: %+v", sw)
 	}
-	if ps := fo.Sides["primary"]; ps.Healthy || len(ps.Reasons) == 0 || !strings.HasPrefix(ps.Reasons[0], "no_heartbeat") || !fo.Sides["standby"].Healthy {
+	if ps := fo.Sides[contract.Primary]; ps.Healthy || len(ps.Reasons) == 0 || !strings.HasPrefix(ps.Reasons[0], "no_heartbeat") || !fo.Sides[contract.Standby].Healthy {
 		t.Fatalf("the failover's evidence: %+v", fo.Sides)
 	}
 	if fo.Writer != "a" || !strings.Contains(ret.Reason, "healthy continuously") {
@@ -103,7 +103,7 @@ func TestDecisionRecordSurvivesRestarts(t *testing.T) {
 	if !slices.Equal(ids(c), ids(d)) {
 		t.Fatalf("the replicas show different histories:\n%v\n%v", ids(c), ids(d))
 	}
-	if pts := c.hist.pointsOf(contract.StageBudget); len(pts) == 0 || !pts[0].At.Before(fo.At) {
+	if pts := c.hist.pointsOf(contract.ServiceBudget); len(pts) == 0 || !pts[0].At.Before(fo.At) {
 		t.Fatalf("the charts did not come back: %d points", len(pts))
 	}
 	if got := c.metric(t, "hotpair_decision_last_timestamp_seconds", "service", "budget", "reason", "return"); got != float64(ret.At.UnixNano())/1e9 {
@@ -113,8 +113,8 @@ func TestDecisionRecordSurvivesRestarts(t *testing.T) {
 
 	// Each cluster's copy alone holds both switches, once.
 	for _, cl := range []cluster{p, s} {
-		es, _, err := decisions.Read(t.Context(), decisions.ReadOptions{Sources: []decisions.Source{{Side: cl.side, Brokers: cl.brokers}},
-			Filter: decisions.Filter{Service: "budget", Kinds: []decisions.Kind{decisions.KindSwitch}}})
+		es, _, err := decisions.Read(t.Context(), decisions.ReadOptions{Sources: []decisions.Source{{Side: cl.side.String(), Brokers: cl.brokers}},
+			Filter: decisions.Filter{Service: contract.ServiceBudget, Kinds: []decisions.Kind{decisions.KindSwitch}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/zktest"
 	"github.com/hotpair/hotpair/internal/zkutil"
 )
@@ -23,7 +24,7 @@ func TestStatusListsRegisteredInstances(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := ReadStatus(conn, paths, []string{"budget"}, time.Now())
+	st, err := ReadStatus(conn, paths, []contract.Service{contract.ServiceBudget}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestStatusListsRegisteredInstances(t *testing.T) {
 	if _, err := conn.Create(empty.Root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
 		t.Fatal(err)
 	}
-	if st, err := ReadStatus(conn, empty, []string{"budget"}, time.Now()); err != nil || len(st.Instances) != 0 {
+	if st, err := ReadStatus(conn, empty, []contract.Service{contract.ServiceBudget}, time.Now()); err != nil || len(st.Instances) != 0 {
 		t.Fatalf("empty root: %+v %v", st.Instances, err)
 	}
 }

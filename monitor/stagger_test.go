@@ -22,13 +22,13 @@ func TestStaggeredDeployIsFlagged(t *testing.T) {
 	cfg := testConfig("stagger", addr, paths, p, s)
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	r := startReplica(t, cfg)
-	w := watchSelection(t, testConn(t, addr, nil), paths, contract.StageBudget)
-	w.waitActive(t, contract.SidePrimary, 4*tWindow+5*time.Second)
+	w := watchSelection(t, testConn(t, addr, nil), paths, contract.ServiceBudget)
+	w.waitActive(t, contract.Primary, 4*tWindow+5*time.Second)
 
 	pf.set(func(f *fleet) { f.build = "b2" })
 	waitFor(t, &w.changes, 3*tWindow+time.Second, "primary's new build to be published", func() bool {
 		l := w.last()
-		return l.Sides[contract.SidePrimary].Build == "b2"
+		return l.Sides[contract.Primary].Build == "b2"
 	})
 	if l := w.last(); l.StaggerViolation != "" {
 		t.Fatalf("one side on a new build flagged: %q", l.StaggerViolation)

@@ -61,7 +61,7 @@ type ReplicaStatus struct {
 
 // ServiceStatus is one service.
 type ServiceStatus struct {
-	Service string `json:"service"`
+	Service contract.Service `json:"service"`
 	// Selection is the decision as published in ZooKeeper (nil before the
 	// first one). Its sides hold each side's verdict with its numbers.
 	Selection *contract.Selection `json:"selection"`
@@ -78,14 +78,14 @@ type ServiceStatus struct {
 
 // LocalDecision is a replica's own latest decision for a service.
 type LocalDecision struct {
-	Active    string    `json:"active"`
-	Kind      string    `json:"kind"`
-	Reason    string    `json:"reason"`
-	Degraded  bool      `json:"degraded"`
-	Epoch     int64     `json:"epoch"`
-	DecidedAt time.Time `json:"decided_at"`
+	Active    contract.Side `json:"active"`
+	Kind      string        `json:"kind"`
+	Reason    string        `json:"reason"`
+	Degraded  bool          `json:"degraded"`
+	Epoch     int64         `json:"epoch"`
+	DecidedAt time.Time     `json:"decided_at"`
 	// Sides are this replica's verdicts of the last window, by side.
-	Sides map[string]SideVerdict `json:"sides"`
+	Sides map[contract.Side]SideVerdict `json:"sides"`
 	// StaggerViolation explains a staggered-deploy violation ("" if none).
 	StaggerViolation string `json:"stagger_violation,omitempty"`
 }
@@ -96,7 +96,7 @@ type SideVerdict = decisions.Verdict
 
 // ReadStatus reads the status of services straight from ZooKeeper: it works
 // while every monitor is down.
-func ReadStatus(conn *zk.Conn, paths contract.Paths, services []string, now time.Time) (Status, error) {
+func ReadStatus(conn *zk.Conn, paths contract.Paths, services []contract.Service, now time.Time) (Status, error) {
 	st := Status{Now: now.UTC(), Root: paths.Root}
 	data, n, err := leaderOf(conn, paths.LeaderDir())
 	if err != nil {
@@ -149,7 +149,7 @@ func ReadRegistrations(conn *zk.Conn, paths contract.Paths) ([]contract.Registra
 	var out []contract.Registration
 	err := walkInstances(conn, paths, func(cluster, stage string, instances []string) error {
 		for _, in := range instances {
-			b, _, err := conn.Get(paths.Instances(cluster, stage) + "/" + in)
+			b, _, err := conn.Get(paths.InstancesDir(cluster) + "/" + stage + "/" + in)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
@@ -177,17 +177,17 @@ func walkInstances(conn *zk.Conn, paths contract.Paths, fn func(cluster, stage s
 		slices.Sort(kids)
 		return kids, err
 	}
-	clusters, err := children(paths.Root + "/instances")
+	clusters, err := children(paths.InstancesDir(""))
 	if err != nil {
 		return err
 	}
 	for _, cl := range clusters {
-		stages, err := children(paths.Root + "/instances/" + cl)
+		stages, err := children(paths.InstancesDir(cl))
 		if err != nil {
 			return err
 		}
 		for _, stage := range stages {
-			inst, err := children(paths.Instances(cl, stage))
+			inst, err := children(paths.InstancesDir(cl) + "/" + stage)
 			if err != nil {
 				return err
 			}

@@ -36,8 +36,8 @@ func WriteStatusText(w io.Writer, st Status) error {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\tnever\n", s.Service, overrideCell(s, now))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, strings.ToUpper(sel.Active), sel.Preferred,
-			sel.Epoch, verdictCell(sel, contract.SidePrimary), verdictCell(sel, contract.SideStandby),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, strings.ToUpper(sel.Active.String()), sel.Preferred,
+			sel.Epoch, verdictCell(sel, contract.Primary), verdictCell(sel, contract.Standby),
 			yesNo(sel.Degraded), yesNo(sel.StaggerViolation != ""), overrideCell(s, now), ago(sel.DecidedAt))
 	}
 	if err := tw.Flush(); err != nil {
@@ -64,7 +64,7 @@ func writeServiceDetail(w io.Writer, s ServiceStatus, now time.Time) {
 		fmt.Fprintf(w, "  why:      %s\n", sel.Reason)
 		fmt.Fprintf(w, "  decided:  %s (%s); last switch %s\n", sel.DecidedAt.Format(time.RFC3339), ago(sel.DecidedAt), switchTime(sel.LastSwitch))
 		for _, side := range contract.Sides() {
-			fmt.Fprintf(w, "  %-8s  %s\n", side+":", sideDetail(sel, side))
+			fmt.Fprintf(w, "  %-8s  %s\n", side.String()+":", sideDetail(sel, side))
 		}
 		if sel.Degraded {
 			fmt.Fprintln(w, "  DEGRADED: no side can take over (both unhealthy, or both behind); the active side stays")
@@ -85,7 +85,7 @@ func writeServiceDetail(w io.Writer, s ServiceStatus, now time.Time) {
 	}
 }
 
-func sideDetail(sel *contract.Selection, side string) string {
+func sideDetail(sel *contract.Selection, side contract.Side) string {
 	ss, ok := sel.Sides[side]
 	if !ok {
 		return "no verdict"
@@ -121,7 +121,7 @@ func lagText(ms int64) string {
 	return humantime.String(time.Duration(ms) * time.Millisecond)
 }
 
-func verdictCell(sel *contract.Selection, side string) string {
+func verdictCell(sel *contract.Selection, side contract.Side) string {
 	ss, ok := sel.Sides[side]
 	switch {
 	case !ok:

@@ -14,13 +14,13 @@ import (
 // side is catching up or the service is degraded.
 func TestStatusTextShowsLag(t *testing.T) {
 	now := time.Now().UTC()
-	st := Status{Now: now, Root: "/hotpair", Services: []ServiceStatus{{Service: "budget", Selection: &contract.Selection{
-		V: 1, Service: "budget", Active: "primary", Preferred: "primary", Epoch: 1, DecidedAt: now, Degraded: true,
+	st := Status{Now: now, Root: "/hotpair", Services: []ServiceStatus{{Service: contract.ServiceBudget, Selection: &contract.Selection{
+		V: 1, Service: contract.ServiceBudget, Active: contract.Primary, Preferred: contract.Primary, Epoch: 1, DecidedAt: now, Degraded: true,
 		Reason: "both sides behind, staying on primary (degraded): primary: lag_high: p99 90000 ms > limit 60000 ms; standby catching up: lag p99 6000 ms > catch_up_lag 5000 ms",
-		Sides: map[string]contract.SideState{
-			"primary": {Healthy: false, Reasons: []string{"lag_high: p99 90000 ms > limit 60000 ms"}, QPS: 7.7,
+		Sides: map[contract.Side]contract.SideState{
+			contract.Primary: {Healthy: false, Reasons: []string{"lag_high: p99 90000 ms > limit 60000 ms"}, QPS: 7.7,
 				LagP99Ms: 90_000, AggregatorLagP99Ms: 88_400, CatchingUp: "lag p99 90000 ms > catch_up_lag 5000 ms"},
-			"standby": {Healthy: true, QPS: 7.7, LagP99Ms: 6000, AggregatorLagP99Ms: 5800,
+			contract.Standby: {Healthy: true, QPS: 7.7, LagP99Ms: 6000, AggregatorLagP99Ms: 5800,
 				CatchingUp: "lag p99 6000 ms > catch_up_lag 5000 ms"},
 		}}}}}
 	var b bytes.Buffer

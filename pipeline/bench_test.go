@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/pipeline"
@@ -68,7 +69,7 @@ func BenchmarkRecovery(b *testing.B) {
 	const campaigns = 100_000
 	for range b.N {
 		brokers := kafkatest.Cluster(b).ListenAddrs()
-		o := pipeline.Options{Brokers: brokers, Side: contract.SidePrimary, Stages: []string{contract.StageBudget},
+		o := pipeline.Options{Brokers: brokers, Side: contract.Primary, Stages: []contract.Stage{contract.StageBudget},
 			Partitions: 8, Replication: 1, CreateTopics: true, Storage: statestore.Config{Backend: statestore.BackendMemory},
 			Registerer: prometheus.NewRegistry()}
 		p, err := pipeline.New(o)
@@ -86,13 +87,13 @@ func BenchmarkRecovery(b *testing.B) {
 			cl.Produce(context.Background(), &kgo.Record{Topic: "budgets", Key: []byte(c), Value: []byte(v)}, nil)
 		}
 		_ = cl.Flush(context.Background())
-		for v, _ := metricvalue.Get(o.Registerer.(prometheus.Gatherer), "hotpair_stage_outputs_total", "service", contract.StageBudget); v < campaigns; v, _ = metricvalue.Get(o.Registerer.(prometheus.Gatherer), "hotpair_stage_outputs_total", "service", contract.StageBudget) {
+		for v, _ := metricvalue.Get(o.Registerer.(prometheus.Gatherer), "hotpair_stage_outputs_total", "service", contract.StageBudget.String()); v < campaigns; v, _ = metricvalue.Get(o.Registerer.(prometheus.Gatherer), "hotpair_stage_outputs_total", "service", contract.StageBudget.String()) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		cancel()
 		<-done
 
-		raw, err := pipebench.ReadTopic(context.Background(), brokers, "hotpair-budget-table", campaigns)
+		raw, err := pipebench.ReadTopic(context.Background(), kafka.Cluster{Brokers: brokers}, "hotpair-budget-table", campaigns)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -141,8 +142,8 @@ func takeover(b *testing.B, hot bool) (rebalance, takeover time.Duration) {
 	brokers := kafkatest.Cluster(b).ListenAddrs()
 	start := func(instance string) (*pipeline.Pipeline, prometheus.Gatherer, context.CancelFunc, chan error) {
 		reg := prometheus.NewRegistry()
-		p, err := pipeline.New(pipeline.Options{Brokers: brokers, Side: contract.SidePrimary, Instance: instance,
-			Stages: []string{contract.StageBudget}, Partitions: 4, Replication: 1, CreateTopics: true,
+		p, err := pipeline.New(pipeline.Options{Brokers: brokers, Side: contract.Primary, Instance: instance,
+			Stages: []contract.Stage{contract.StageBudget}, Partitions: 4, Replication: 1, CreateTopics: true,
 			Storage: statestore.Config{Backend: statestore.BackendMemory}, HotStandby: hot, Registerer: reg})
 		if err != nil {
 			b.Fatal(err)
@@ -153,11 +154,11 @@ func takeover(b *testing.B, hot bool) (rebalance, takeover time.Duration) {
 		return p, reg, cancel, done
 	}
 	partitions := func(g prometheus.Gatherer) float64 {
-		v, _ := metricvalue.Get(g, "hotpair_stage_partitions", "service", contract.StageBudget)
+		v, _ := metricvalue.Get(g, "hotpair_stage_partitions", "service", contract.StageBudget.String())
 		return v
 	}
 	outputs := func(g prometheus.Gatherer) float64 {
-		v, _ := metricvalue.Get(g, "hotpair_stage_outputs_total", "service", contract.StageBudget)
+		v, _ := metricvalue.Get(g, "hotpair_stage_outputs_total", "service", contract.StageBudget.String())
 		return v
 	}
 	waitFor := func(what string, cond func() bool) {

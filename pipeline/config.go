@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafka/kgoka"
 	"github.com/hotpair/hotpair/internal/yamlconf"
 	"github.com/hotpair/hotpair/statestore"
 )
@@ -16,22 +16,24 @@ import (
 // side and brokers; see DefaultConfig for the defaults and
 // docs/pipeline.md for an annotated example.
 type Config struct {
-	Side        string            `yaml:"side"`
-	Role        string            `yaml:"role"`
-	Instance    string            `yaml:"instance"`
-	Build       string            `yaml:"build"`
-	Brokers     []string          `yaml:"brokers"`
-	TopicPrefix string            `yaml:"topic_prefix"`
-	Topics      TopicConfig       `yaml:"topics"`
-	Stages      []string          `yaml:"stages"`
-	Storage     statestore.Config `yaml:"storage"`
-	Group       GroupConfig       `yaml:"group"`
-	Aggregator  AggregatorConfig  `yaml:"aggregator"`
-	Pacer       PacerConfig       `yaml:"pacer"`
-	Bidder      BidderConfig      `yaml:"bidder"`
-	Health      HealthConfig      `yaml:"health"`
-	HTTP        HTTPConfig        `yaml:"http"`
-	ZK          ZKConfig          `yaml:"zk"`
+	Side     string   `yaml:"side"`
+	Role     string   `yaml:"role"`
+	Instance string   `yaml:"instance"`
+	Build    string   `yaml:"build"`
+	Brokers  []string `yaml:"brokers"`
+	// Kafka is the cluster's TLS and SASL: keys tls and sasl beside brokers.
+	Kafka       contract.KafkaSecurity `yaml:",inline"`
+	TopicPrefix string                 `yaml:"topic_prefix"`
+	Topics      TopicConfig            `yaml:"topics"`
+	Stages      []string               `yaml:"stages"`
+	Storage     statestore.Config      `yaml:"storage"`
+	Group       GroupConfig            `yaml:"group"`
+	Aggregator  AggregatorConfig       `yaml:"aggregator"`
+	Pacer       PacerConfig            `yaml:"pacer"`
+	Bidder      BidderConfig           `yaml:"bidder"`
+	Health      HealthConfig           `yaml:"health"`
+	HTTP        HTTPConfig             `yaml:"http"`
+	ZK          ZKConfig               `yaml:"zk"`
 }
 
 // ZKConfig, when servers are set, registers the instance's stages in
@@ -83,11 +85,11 @@ type HTTPConfig struct {
 // DefaultConfig returns the defaults (DESIGN §3–§4).
 func DefaultConfig() Config {
 	return Config{
-		Role:       contract.RoleLive,
+		Role:       contract.RoleLive.String(),
 		Topics:     TopicConfig{Partitions: 8, Replication: 3, Create: true},
-		Stages:     contract.Stages(),
+		Stages:     contract.StageNames(),
 		Storage:    statestore.Config{Backend: statestore.BackendLevelDB, Dir: "hotpair-state"},
-		Group:      GroupConfig{SessionTimeout: kafka.DefaultSessionTimeout, HotStandby: true},
+		Group:      GroupConfig{SessionTimeout: kgoka.DefaultSessionTimeout, HotStandby: true},
 		Aggregator: AggregatorConfig{Window: 10 * time.Second, Lateness: 5 * time.Second, MaxFuture: time.Hour, IdleClose: 10 * time.Second},
 		Pacer:      DefaultPacerConfig(),
 		Bidder:     DefaultBidderConfig(),
@@ -110,11 +112,14 @@ func LoadConfig(path string) (Config, error) {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if !contract.IsSide(c.Side) {
+	if _, err := contract.ParseSide(c.Side); err != nil {
 		bad("side: %q is not a side; set side: primary or side: standby", c.Side)
 	}
-	if c.Role != contract.RoleLive && c.Role != contract.RoleDark {
+	if _, err := contract.ParseRole(c.Role); err != nil {
 		bad("role: %q is not a role; use live or dark", c.Role)
+	}
+	if err := c.Kafka.Validate(""); err != nil {
+		errs = append(errs, err)
 	}
 	if len(c.Brokers) == 0 {
 		bad("brokers: at least one broker (host:port) is required")
@@ -157,8 +162,8 @@ func (c Config) Validate() error {
 		}
 	}
 	for i, s := range c.Stages {
-		if !contract.IsStage(s) {
-			bad("stages[%d]: %q is not a stage; use some of %v", i, s, contract.Stages())
+		if _, err := contract.ParseStage(s); err != nil {
+			bad("stages[%d]: %q is not a stage; use some of %v", i, s, contract.StageNames())
 		}
 	}
 	if c.HTTP.Listen != "" {
@@ -183,11 +188,23 @@ func (c Config) Validate() error {
 }
 
 // Options converts a valid config to pipeline options (without the injected
-// dependencies).
-func (c Config) Options() Options {
+// dependencies), reading the files and environment the Kafka security block
+// names; an error names the key and the fix.
+func (c Config) Options() (Options, error) {
+	auth, err := c.Kafka.Load("", nil)
+	if err != nil {
+		return Options{}, err
+	}
+	side, _ := contract.ParseSide(c.Side)
+	role, _ := contract.ParseRole(c.Role)
+	stages := make([]contract.Stage, 0, len(c.Stages))
+	for _, name := range c.Stages {
+		st, _ := contract.ParseStage(name)
+		stages = append(stages, st)
+	}
 	return Options{
-		Brokers: c.Brokers, Side: c.Side, Role: c.Role, Instance: c.Instance, Build: c.Build,
-		Stages: c.Stages, TopicPrefix: c.TopicPrefix,
+		Brokers: c.Brokers, KafkaAuth: auth, Side: side, Role: role, Instance: c.Instance, Build: c.Build,
+		Stages: stages, TopicPrefix: c.TopicPrefix,
 		Partitions: c.Topics.Partitions, Replication: c.Topics.Replication, CreateTopics: c.Topics.Create,
 		Storage:        c.Storage,
 		SessionTimeout: c.Group.SessionTimeout, HotStandby: c.Group.HotStandby,
@@ -195,7 +212,7 @@ func (c Config) Options() Options {
 		SampleInterval: c.Health.SampleInterval,
 		Pacer:          c.Pacer, Bidder: c.Bidder,
 		Registry: c.registry(),
-	}
+	}, nil
 }
 
 func (c Config) registry() *RegistryOptions {

@@ -2,7 +2,7 @@ package pipeline
 
 import (
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,13 +18,16 @@ func TestLoadConfigEveryKey(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	o := c.Options()
+	o, err := c.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
 	switch {
-	case o.Side != contract.SideStandby || o.Instance != "b-1" || len(o.Brokers) != 2 || o.TopicPrefix != "prod.":
+	case o.Side != contract.Standby || o.Instance != "b-1" || len(o.Brokers) != 2 || o.TopicPrefix != "prod.":
 		t.Fatalf("identity: %+v", o)
 	case o.Partitions != 16 || o.Replication != 3 || o.CreateTopics:
 		t.Fatalf("topics: %+v", o)
-	case strings.Join(o.Stages, ",") != "budget,pacer" || o.Storage.Dir != "/var/lib/hotpair":
+	case !slices.Equal(o.Stages, []contract.Stage{contract.StageBudget, contract.StagePacer}) || o.Storage.Dir != "/var/lib/hotpair":
 		t.Fatalf("stages/storage: %+v", o)
 	case o.SessionTimeout != 10*time.Second || o.HotStandby:
 		t.Fatalf("group: %+v", o)
@@ -47,6 +50,9 @@ func TestConfigRejects(t *testing.T) {
 		if err == nil {
 			err = c.Validate()
 		}
+		if err == nil {
+			_, err = c.Options() // reads the files the Kafka block names
+		}
 		return err
 	})
 }
@@ -68,7 +74,7 @@ func TestDeployExamples(t *testing.T) {
 		}
 		sides[c.Side] = true
 	}
-	if !sides[contract.SidePrimary] || !sides[contract.SideStandby] {
+	if !sides["primary"] || !sides["standby"] {
 		t.Fatalf("the examples cover sides %v", sides)
 	}
 }

@@ -20,12 +20,12 @@ import (
 // records around them must be processed, and totals must stay exact.
 func TestMalformedRecordsGoToDeadLetters(t *testing.T) {
 	brokers := kafkatest.Cluster(t).ListenAddrs()
-	startPipeline(t, testOptions(brokers, contract.SidePrimary))
+	startPipeline(t, testOptions(brokers, contract.Primary))
 	cl := kafkatest.Client(t, brokers)
 	ctx := context.Background()
 
 	w := newWorkload(5, 400, 3)
-	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: brokers}})
+	in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,9 +103,9 @@ func TestMalformedRecordsGoToDeadLetters(t *testing.T) {
 	}
 	for _, svc := range contract.Services() {
 		for _, b := range badSpend {
-			want[svc+"/spend/"+string(b.reason)] = true
+			want[svc.String()+"/spend/"+string(b.reason)] = true
 		}
-		want[svc+"/budgets/"+string(contract.ReasonInvalidTimezone)] = true
+		want[svc.String()+"/budgets/"+string(contract.ReasonInvalidTimezone)] = true
 	}
 	var dlq []*kgo.Record
 	kafkatest.Follow(t, brokers, "hotpair-dlq").Until(t, 30*time.Second, func(recs []*kgo.Record) string {

@@ -26,9 +26,9 @@ func testLogger() *slog.Logger {
 }
 
 // testOptions are pipeline options with short windows for tests.
-func testOptions(brokers []string, side string) Options {
+func testOptions(brokers []string, side contract.Side) Options {
 	return Options{
-		Brokers: brokers, Side: side, Instance: "test-" + side,
+		Brokers: brokers, Side: side, Instance: "test-" + side.String(),
 		Partitions: 4, Replication: 1, CreateTopics: true,
 		Storage: statestore.Config{Backend: statestore.BackendMemory},
 		Window:  time.Second, Lateness: 2 * time.Second,

@@ -23,7 +23,10 @@ var ErrBufferFull = errors.New("pipeline: side's ingest buffer is full")
 // IngestOptions configure an Ingester.
 type IngestOptions struct {
 	// Clusters maps each side to its brokers; one side or both.
-	Clusters map[string][]string
+	Clusters map[contract.Side][]string
+	// KafkaAuth maps a side to its cluster's TLS and SASL (absent or nil:
+	// plaintext).
+	KafkaAuth map[contract.Side]*contract.KafkaAuth
 	// TopicPrefix is prepended to topic names given to Write.
 	TopicPrefix string
 	// Buffer is how many records each side holds while its cluster is slow
@@ -34,7 +37,7 @@ type IngestOptions struct {
 	DeliveryTimeout time.Duration
 	// OnLost, if set, is called once for every record a side lost, with the
 	// reason; it may be called from any goroutine and must not block.
-	OnLost func(side string, r *kgo.Record, err error)
+	OnLost func(side contract.Side, r *kgo.Record, err error)
 
 	// Injected dependencies.
 	Logger     *slog.Logger
@@ -47,7 +50,7 @@ type IngestOptions struct {
 // are lost for that side only, and counted.
 type Ingester struct {
 	opts  IngestOptions
-	sides map[string]*sideWriter
+	sides map[contract.Side]*sideWriter
 	wg    sync.WaitGroup
 	stop  context.CancelFunc
 }
@@ -59,7 +62,7 @@ type SideStats struct {
 }
 
 type sideWriter struct {
-	side   string
+	side   contract.Side
 	client *kgo.Client
 	queue  chan *kgo.Record
 	onLost func(*kgo.Record, error)
@@ -98,13 +101,14 @@ func NewIngester(o IngestOptions) (*Ingester, error) {
 	buffered := f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_ingest_buffered", Help: "Records waiting in a side's buffer."}, []string{"side"})
 
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &Ingester{opts: o, sides: make(map[string]*sideWriter), stop: cancel}
+	in := &Ingester{opts: o, sides: make(map[contract.Side]*sideWriter), stop: cancel}
 	for side, brokers := range o.Clusters {
-		if !contract.IsSide(side) {
+		if !side.Valid() {
 			cancel()
 			return nil, fmt.Errorf("%w: IngestOptions.Clusters: %q is not a side", ErrInvalidOptions, side)
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kafka.GokaPartitioner(),
+		c := kafka.Cluster{Name: side.String(), Brokers: brokers, Auth: o.KafkaAuth[side]}
+		cl, err := kafka.NewProducer(c, "hotpair-ingest-"+side.String(),
 			kgo.ProducerLinger(2*time.Millisecond), kgo.RecordDeliveryTimeout(o.DeliveryTimeout),
 			kgo.MaxBufferedRecords(10_000))
 		if err != nil {
@@ -115,8 +119,8 @@ func NewIngester(o IngestOptions) (*Ingester, error) {
 		w := &sideWriter{
 			side: side, client: cl, queue: make(chan *kgo.Record, o.Buffer),
 			link:     make(chan struct{}),
-			mWritten: written.WithLabelValues(side), mDelivered: delivered.WithLabelValues(side),
-			mLost: lost.MustCurryWith(prometheus.Labels{"side": side}), mBuffered: buffered.WithLabelValues(side),
+			mWritten: written.WithLabelValues(side.String()), mDelivered: delivered.WithLabelValues(side.String()),
+			mLost: lost.MustCurryWith(prometheus.Labels{"side": side.String()}), mBuffered: buffered.WithLabelValues(side.String()),
 		}
 		close(w.link)
 		if o.OnLost != nil {
@@ -130,8 +134,8 @@ func NewIngester(o IngestOptions) (*Ingester, error) {
 }
 
 // Sides returns the sides written to.
-func (in *Ingester) Sides() []string {
-	var s []string
+func (in *Ingester) Sides() []contract.Side {
+	var s []contract.Side
 	for side := range in.sides {
 		s = append(s, side)
 	}
@@ -159,7 +163,7 @@ func (in *Ingester) Write(topic string, key, value []byte, headers []kgo.RecordH
 
 // Cut takes a side's link down (cut=true) or up. While it is down the side's
 // records wait in its buffer; once the buffer is full, new ones are lost.
-func (in *Ingester) Cut(side string, cut bool) error {
+func (in *Ingester) Cut(side contract.Side, cut bool) error {
 	w, ok := in.sides[side]
 	if !ok {
 		return fmt.Errorf("pipeline: ingest does not write to side %q", side)
@@ -180,7 +184,7 @@ func (in *Ingester) Cut(side string, cut bool) error {
 }
 
 // SetDelay makes a side's records reach its cluster d after they were written.
-func (in *Ingester) SetDelay(side string, d time.Duration) error {
+func (in *Ingester) SetDelay(side contract.Side, d time.Duration) error {
 	w, ok := in.sides[side]
 	if !ok {
 		return fmt.Errorf("pipeline: ingest does not write to side %q", side)
@@ -192,8 +196,8 @@ func (in *Ingester) SetDelay(side string, d time.Duration) error {
 }
 
 // Stats returns the counts of every side.
-func (in *Ingester) Stats() map[string]SideStats {
-	out := make(map[string]SideStats)
+func (in *Ingester) Stats() map[contract.Side]SideStats {
+	out := make(map[contract.Side]SideStats)
 	for side, w := range in.sides {
 		w.mu.Lock()
 		out[side] = SideStats{Written: w.written, Delivered: w.delivered, Lost: w.lost, Buffered: len(w.queue)}

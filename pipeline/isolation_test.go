@@ -21,8 +21,8 @@ import (
 func TestClosedClusterDoesNotStopTheOtherSide(t *testing.T) {
 	primaryCluster := kafkatest.Cluster(t)
 	primary, standby := primaryCluster.ListenAddrs(), kafkatest.Cluster(t).ListenAddrs()
-	startPipeline(t, testOptions(primary, contract.SidePrimary))
-	startPipeline(t, testOptions(standby, contract.SideStandby))
+	startPipeline(t, testOptions(primary, contract.Primary))
+	startPipeline(t, testOptions(standby, contract.Standby))
 	in := dualIngester(t, primary, standby)
 
 	w := newWorkload(20, 0, 4)
@@ -41,8 +41,8 @@ func TestClosedClusterDoesNotStopTheOtherSide(t *testing.T) {
 		}
 	}
 	waitStatuses(t, standby, 60*time.Second, spentIs(w.truth))
-	if st := in.Stats(); st[contract.SideStandby].Lost != 0 || st[contract.SideStandby].Delivered != st[contract.SideStandby].Written {
-		t.Errorf("standby ingest: %+v", st[contract.SideStandby])
+	if st := in.Stats(); st[contract.Standby].Lost != 0 || st[contract.Standby].Delivered != st[contract.Standby].Written {
+		t.Errorf("standby ingest: %+v", st[contract.Standby])
 	}
 }
 
@@ -59,15 +59,15 @@ func BenchmarkOtherSideWhileAClusterIsDown(b *testing.B) {
 	for b.Loop() {
 		primaryCluster := kafkatest.Cluster(b)
 		primary, standby := primaryCluster.ListenAddrs(), kafkatest.Cluster(b).ListenAddrs()
-		po, so := testOptions(primary, contract.SidePrimary), testOptions(standby, contract.SideStandby)
-		po.Stages, so.Stages = []string{contract.StageAggregator}, []string{contract.StageAggregator}
+		po, so := testOptions(primary, contract.Primary), testOptions(standby, contract.Standby)
+		po.Stages, so.Stages = []contract.Stage{contract.StageAggregator}, []contract.Stage{contract.StageAggregator}
 		reg := prometheus.NewRegistry()
 		so.Registerer = reg
 		startPipeline(b, po)
 		startPipeline(b, so)
 		in := dualIngester(b, primary, standby)
 		events := func() float64 {
-			v, _ := metricvalue.Get(reg, "hotpair_stage_events_total", "service", contract.StageAggregator)
+			v, _ := metricvalue.Get(reg, "hotpair_stage_events_total", "service", contract.StageAggregator.String())
 			return v
 		}
 		send := func(d time.Duration) {
@@ -144,7 +144,7 @@ func (g *gapWatcher) stop() time.Duration {
 // in-flight records may wait for a cluster that is gone).
 func dualIngester(tb testing.TB, primary, standby []string) *Ingester {
 	tb.Helper()
-	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: primary, contract.SideStandby: standby},
+	in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: primary, contract.Standby: standby},
 		DeliveryTimeout: 5 * time.Second})
 	if err != nil {
 		tb.Fatal(err)

@@ -22,8 +22,8 @@ func TestServiceLagIsEndToEnd(t *testing.T) {
 	// "every lag above 5 s" can be read off the samples exactly.
 	const delay = 5500 * time.Millisecond
 	brokers := kafkatest.Cluster(t).ListenAddrs()
-	startPipeline(t, testOptions(brokers, contract.SidePrimary))
-	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: brokers}})
+	startPipeline(t, testOptions(brokers, contract.Primary))
+	in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestServiceLagIsEndToEnd(t *testing.T) {
 	w.writeBudgets(t, in)
 	waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
 
-	if err := in.SetDelay(contract.SidePrimary, delay); err != nil {
+	if err := in.SetDelay(contract.Primary, delay); err != nil {
 		t.Fatal(err)
 	}
 	// 4 s of traffic, ~200 events/s, each stamped with the time it is
@@ -53,7 +53,7 @@ func TestServiceLagIsEndToEnd(t *testing.T) {
 	cutoff := time.Now().Add(delay)
 	waitStatuses(t, brokers, 60*time.Second, spentIs(w.truth))
 
-	merged := map[string]*contract.HealthSample{}
+	merged := map[contract.Stage]*contract.HealthSample{}
 	for _, r := range kafkatest.UpToEnd(t, brokers, "hotpair-health") {
 		s, err := contract.DecodeHealthSample(r.Value)
 		if err != nil {

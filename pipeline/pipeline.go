@@ -16,6 +16,7 @@ import (
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/buildinfo"
 	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafka/kgoka"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -23,16 +24,20 @@ import (
 type Options struct {
 	// Brokers of the side's Kafka cluster. Required.
 	Brokers []string
-	// Side is "primary" or "standby". Required.
-	Side string
-	// Role is "live" (default) or "dark".
-	Role string
+	// KafkaAuth is the cluster's TLS and SASL (nil: plaintext), for the
+	// stages' goka clients and every other client alike. A broker that
+	// refuses it stops Run at start.
+	KafkaAuth *contract.KafkaAuth
+	// Side is Primary or Standby. Required.
+	Side contract.Side
+	// Role is RoleLive (default) or RoleDark.
+	Role contract.Role
 	// Instance names this process in health samples; default host-pid.
 	Instance string
 	// Build is the version reported in health samples; default the binary's.
 	Build string
 	// Stages to run; default all four.
-	Stages []string
+	Stages []contract.Stage
 
 	// TopicPrefix is prepended to every topic and consumer group name.
 	TopicPrefix string
@@ -83,7 +88,7 @@ type Options struct {
 }
 
 func (o *Options) applyDefaults() {
-	if o.Role == "" {
+	if o.Role == 0 {
 		o.Role = contract.RoleLive
 	}
 	if o.Instance == "" {
@@ -111,7 +116,7 @@ func (o *Options) applyDefaults() {
 	setDefault(&o.IdleClose, o.Window)
 	setDefault(&o.SampleInterval, 10*time.Second)
 	setDefault(&o.WakeInterval, 250*time.Millisecond)
-	setDefault(&o.SessionTimeout, kafka.DefaultSessionTimeout)
+	setDefault(&o.SessionTimeout, kgoka.DefaultSessionTimeout)
 	if o.Pacer == (PacerConfig{}) {
 		o.Pacer = DefaultPacerConfig()
 	}
@@ -136,9 +141,9 @@ func (o *Options) validate() error {
 	switch {
 	case len(o.Brokers) == 0:
 		return fmt.Errorf("%w: Options.Brokers is required", ErrInvalidOptions)
-	case !contract.IsSide(o.Side):
+	case !o.Side.Valid():
 		return fmt.Errorf("%w: Options.Side must be primary or standby, got %q", ErrInvalidOptions, o.Side)
-	case o.Role != contract.RoleLive && o.Role != contract.RoleDark:
+	case !o.Role.Valid():
 		return fmt.Errorf("%w: Options.Role must be live or dark, got %q", ErrInvalidOptions, o.Role)
 	case o.Window < time.Millisecond || o.Lateness < 0:
 		return fmt.Errorf("%w: Options.Window must be positive and Options.Lateness not negative", ErrInvalidOptions)
@@ -146,8 +151,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Options.Registry.Servers is required", ErrInvalidOptions)
 	}
 	for _, s := range o.Stages {
-		if !contract.IsStage(s) {
-			return fmt.Errorf("%w: Options.Stages: %q is not a stage (%v)", ErrInvalidOptions, s, contract.Stages())
+		if !s.Valid() {
+			return fmt.Errorf("%w: Options.Stages: %q is not a stage (%v)", ErrInvalidOptions, s, contract.StageNames())
 		}
 	}
 	for _, err := range []error{o.Storage.Validate(), o.Pacer.Validate(), o.Bidder.Validate()} {
@@ -164,7 +169,7 @@ type Pipeline struct {
 	topics   contract.Topics
 	log      *slog.Logger
 	metrics  *metrics
-	builders kafka.Builders
+	builders kgoka.Builders
 	stages   []*stage
 	client   *kgo.Client // health samples and wake-ups
 
@@ -183,8 +188,9 @@ func New(opts Options) (*Pipeline, error) {
 		topics:  contract.TopicsWithPrefix(opts.TopicPrefix),
 		log:     opts.Logger.With("side", opts.Side, "role", opts.Role),
 		metrics: newMetrics(opts.Registerer),
-		builders: kafka.Builders{
-			ClientID:       "hotpair-" + opts.Side + "-" + opts.Instance,
+		builders: kgoka.Builders{
+			ClientID:       "hotpair-" + opts.Side.String() + "-" + opts.Instance,
+			Auth:           opts.KafkaAuth,
 			Replication:    int(opts.Replication),
 			Partitions:     int(opts.Partitions),
 			SessionTimeout: opts.SessionTimeout,
@@ -214,18 +220,21 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.running = true
 	p.mu.Unlock()
 
-	if p.opts.CreateTopics {
-		if err := p.ensureTopics(ctx); err != nil {
-			return err
-		}
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.opts.Brokers...), kafka.GokaPartitioner(),
+	cl, err := kafka.NewProducer(p.cluster(), p.builders.ClientID,
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(20_000))
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
 	p.client = cl
 	defer cl.Close()
+	if err := kafka.CheckAuth(ctx, p.cluster()); err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	if p.opts.CreateTopics {
+		if err := p.ensureTopics(ctx); err != nil {
+			return err
+		}
+	}
 
 	if p.opts.Registry != nil {
 		rctx, cancel := context.WithCancel(ctx)
@@ -261,7 +270,7 @@ func (p *Pipeline) ensureTopics(ctx context.Context) error {
 		specs = append(specs, kafka.TopicSpec{Name: st.tableTopic(), Compacted: true}, kafka.TopicSpec{Name: st.loopTopic()})
 	}
 	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
-		err := kafka.EnsureTopics(ctx, p.opts.Brokers, p.opts.Partitions, p.opts.Replication, specs...)
+		err := kafka.EnsureTopics(ctx, p.cluster(), p.opts.Partitions, p.opts.Replication, specs...)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -277,7 +286,7 @@ func (p *Pipeline) ensureTopics(ctx context.Context) error {
 	}
 }
 
-func (p *Pipeline) stage(name string) (*stage, error) {
+func (p *Pipeline) stage(name contract.Stage) (*stage, error) {
 	for _, st := range p.stages {
 		if st.name == name {
 			return st, nil
@@ -290,7 +299,7 @@ func (p *Pipeline) stage(name string) (*stage, error) {
 // keeps its partitions and keeps writing health samples, with no events: what
 // a stuck streams application looks like. Operators use it for maintenance;
 // the sandbox uses it to inject stalls.
-func (p *Pipeline) Pause(stage string, paused bool) error {
+func (p *Pipeline) Pause(stage contract.Stage, paused bool) error {
 	st, err := p.stage(stage)
 	if err != nil {
 		return err
@@ -306,7 +315,7 @@ func (p *Pipeline) Pause(stage string, paused bool) error {
 // throttled instance would. Records beyond the rate wait in Kafka, so the
 // stage falls behind and its event lag grows. The sandbox uses it to inject
 // overload.
-func (p *Pipeline) Throttle(stage string, perSecond float64) error {
+func (p *Pipeline) Throttle(stage contract.Stage, perSecond float64) error {
 	st, err := p.stage(stage)
 	if err != nil {
 		return err
@@ -322,7 +331,7 @@ func (p *Pipeline) Throttle(stage string, perSecond float64) error {
 
 // RestartStage stops a stage's processor without a clean hand-over and lets
 // its supervisor rebuild it, recovering state from its store and changelog.
-func (p *Pipeline) RestartStage(stage string) error {
+func (p *Pipeline) RestartStage(stage contract.Stage) error {
 	st, err := p.stage(stage)
 	if err != nil {
 		return err
@@ -345,4 +354,9 @@ func (p *Pipeline) Ready() bool {
 		}
 	}
 	return len(p.stages) > 0
+}
+
+// cluster is the side's Kafka cluster as the pipeline's clients reach it.
+func (p *Pipeline) cluster() kafka.Cluster {
+	return kafka.Cluster{Name: p.opts.Side.String(), Brokers: p.opts.Brokers, Auth: p.opts.KafkaAuth}
 }

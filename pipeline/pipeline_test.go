@@ -19,9 +19,9 @@ import (
 // both sides end with exact spend and identical outputs on every topic.
 func TestTwoSidesProduceIdenticalOutputs(t *testing.T) {
 	primary, standby := kafkatest.Cluster(t).ListenAddrs(), kafkatest.Cluster(t).ListenAddrs()
-	pp, _ := startPipeline(t, testOptions(primary, contract.SidePrimary))
-	startPipeline(t, testOptions(standby, contract.SideStandby))
-	in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: primary, contract.SideStandby: standby}})
+	pp, _ := startPipeline(t, testOptions(primary, contract.Primary))
+	startPipeline(t, testOptions(standby, contract.Standby))
+	in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: primary, contract.Standby: standby}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +93,8 @@ func TestTwoSidesProduceIdenticalOutputs(t *testing.T) {
 func checkLatencyMetrics(t *testing.T, g prometheus.Gatherer) {
 	t.Helper()
 	for _, stage := range contract.Stages() {
-		events, _ := metricvalue.Get(g, "hotpair_stage_events_total", "service", stage)
-		hop, ok := metricvalue.Histogram(g, "hotpair_stage_hop_lag_seconds", "service", stage)
+		events, _ := metricvalue.Get(g, "hotpair_stage_events_total", "service", stage.String())
+		hop, ok := metricvalue.Histogram(g, "hotpair_stage_hop_lag_seconds", "service", stage.String())
 		if !ok || float64(hop.GetSampleCount()) != events || events == 0 {
 			t.Errorf("%s: %v hop delays observed for %v input records", stage, hop.GetSampleCount(), events)
 		}
@@ -104,8 +104,8 @@ func checkLatencyMetrics(t *testing.T, g prometheus.Gatherer) {
 		if stage == contract.StageAggregator {
 			continue
 		}
-		out, ok := metricvalue.Histogram(g, "hotpair_window_output_latency_seconds", "service", stage)
-		dups, _ := metricvalue.Get(g, "hotpair_duplicates_total", "service", stage)
+		out, ok := metricvalue.Histogram(g, "hotpair_window_output_latency_seconds", "service", stage.String())
+		dups, _ := metricvalue.Get(g, "hotpair_duplicates_total", "service", stage.String())
 		if !ok || out.GetSampleCount() == 0 || float64(out.GetSampleCount()) != events-dups {
 			t.Errorf("%s: %v output latencies observed for %v spend events (%v duplicates)", stage, out.GetSampleCount(), events, dups)
 		}

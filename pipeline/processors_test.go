@@ -15,9 +15,9 @@ import (
 
 // testStage runs one stage's processor on goka's tester (no Kafka) and
 // returns the tester with trackers of the stage's output and dead letters.
-func testStage(t *testing.T, name string) (*tester.Tester, *stage) {
+func testStage(t *testing.T, name contract.Stage) (*tester.Tester, *stage) {
 	t.Helper()
-	p, err := New(Options{Brokers: []string{"tester:9092"}, Side: contract.SidePrimary, Stages: []string{name},
+	p, err := New(Options{Brokers: []string{"tester:9092"}, Side: contract.Primary, Stages: []contract.Stage{name},
 		Storage: statestore.Config{Backend: statestore.BackendMemory}, Window: 10 * time.Second, Lateness: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -255,10 +255,10 @@ func middayZone(now time.Time) string {
 
 func TestPacerAndBidderOutputs(t *testing.T) {
 	const daily = 86_400_000 // 1000 micros per second at an even pace
-	for _, name := range []string{contract.StagePacer, contract.StageBidder} {
-		t.Run(name, func(t *testing.T) {
+	for _, name := range []contract.Stage{contract.StagePacer, contract.StageBidder} {
+		t.Run(name.String(), func(t *testing.T) {
 			tt, _ := testStage(t, name)
-			topic := map[string]string{contract.StagePacer: "pacing", contract.StageBidder: "bid-multipliers"}[name]
+			topic := map[contract.Stage]string{contract.StagePacer: "pacing", contract.StageBidder: "bid-multipliers"}[name]
 			out := tt.NewQueueTracker(topic)
 			now := time.Now()
 			zone := middayZone(now)

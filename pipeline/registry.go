@@ -39,7 +39,7 @@ func (p *Pipeline) register(ctx context.Context, o RegistryOptions) {
 	paths := contract.NewPaths(o.Root)
 	cluster := o.Cluster
 	if cluster == "" {
-		cluster = p.opts.Side
+		cluster = p.opts.Side.String()
 	}
 	acl := zkutil.OpenACL()
 	if o.Auth != nil {

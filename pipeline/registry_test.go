@@ -19,17 +19,17 @@ import (
 func TestRegistry(t *testing.T) {
 	addr := zktest.Addr(t)
 	root := fmt.Sprintf("/hotpair-test/registry-%d", time.Now().UnixNano())
-	o := testOptions(kafkatest.Cluster(t).ListenAddrs(), contract.SideStandby)
-	o.Stages = []string{contract.StageBudget, contract.StagePacer}
+	o := testOptions(kafkatest.Cluster(t).ListenAddrs(), contract.Standby)
+	o.Stages = []contract.Stage{contract.StageBudget, contract.StagePacer}
 	o.Registry = &RegistryOptions{Servers: []string{addr}, Root: root, Cluster: "cluster-b", SessionTimeout: 4 * time.Second}
 	_, stop := startPipeline(t, o)
 
 	conn := zktest.Conn(t, addr, nil)
 	for _, stage := range o.Stages {
-		node := root + "/instances/cluster-b/" + stage + "/" + o.Instance
+		node := root + "/instances/cluster-b/" + stage.String() + "/" + o.Instance
 		b := waitZnode(t, conn, node, 20*time.Second)
 		var r contract.Registration
-		if err := json.Unmarshal(b, &r); err != nil || r.Side != contract.SideStandby || r.Stage != stage || r.Instance != o.Instance || r.Role != contract.RoleLive {
+		if err := json.Unmarshal(b, &r); err != nil || r.Side != contract.Standby || r.Stage != stage || r.Instance != o.Instance || r.Role != contract.RoleLive {
 			t.Fatalf("%s holds %s (%v)", node, b, err)
 		}
 	}

@@ -35,7 +35,7 @@ http: {listen: "127.0.0.1:0"}
 `, brokers[0], backend, filepath.Join(dir, "state")))
 
 			proc := testbin.Start(t, "pipeline", "--config", config)
-			in, err := NewIngester(IngestOptions{Clusters: map[string][]string{contract.SidePrimary: brokers}})
+			in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,7 +24,7 @@ type service struct {
 	update func(key string, c *statestore.Campaign, t time.Time, obs *contract.SpendEvent) any
 }
 
-func newService(p *Pipeline, name string) *stage {
+func newService(p *Pipeline, name contract.Stage) *stage {
 	s := &service{stage: newStage(p, name), output: p.topics.Output(name)}
 	switch name {
 	case contract.StageBudget:

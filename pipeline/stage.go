@@ -25,7 +25,7 @@ import (
 // sampler and its pause gate.
 type stage struct {
 	p     *Pipeline
-	name  string
+	name  contract.Stage
 	group goka.Group
 	graph *goka.GroupGraph
 	wake  *statestore.Wakeups
@@ -64,13 +64,13 @@ type stageMetrics struct {
 	deadLetters                                 *prometheus.CounterVec
 }
 
-func newStage(p *Pipeline, name string) *stage {
-	l := prometheus.Labels{"service": name, "side": p.opts.Side, "role": p.opts.Role}
+func newStage(p *Pipeline, name contract.Stage) *stage {
+	l := prometheus.Labels{"service": name.String(), "side": p.opts.Side.String(), "role": p.opts.Role.String()}
 	m := p.metrics
 	st := &stage{
 		p:     p,
 		name:  name,
-		group: goka.Group(p.opts.TopicPrefix + "hotpair-" + name),
+		group: goka.Group(p.opts.TopicPrefix + "hotpair-" + name.String()),
 		wake:  statestore.NewWakeups(),
 		wakeC: make(chan struct{}, 1),
 		m: stageMetrics{
@@ -181,7 +181,7 @@ func (st *stage) storeBuilder() (storage.Builder, error) {
 	defer st.mu.Unlock()
 	if st.stores == nil {
 		o := st.p.opts
-		sb, err := o.Storage.Builder(o.Side, st.name, st.tableTopic(), st.wake)
+		sb, err := o.Storage.Builder(o.Side.String(), st.name.String(), st.tableTopic(), st.wake)
 		if err != nil {
 			return nil, err
 		}
@@ -282,8 +282,8 @@ func (st *stage) deadLetter(ctx goka.Context, raw []byte, err error) {
 		"hotpair-source-topic":     []byte(string(ctx.Topic())),
 		"hotpair-source-partition": []byte(strconv.FormatInt(int64(ctx.Partition()), 10)),
 		"hotpair-source-offset":    []byte(strconv.FormatInt(ctx.Offset(), 10)),
-		"hotpair-service":          []byte(st.name),
-		"hotpair-side":             []byte(st.p.opts.Side),
+		"hotpair-service":          []byte(st.name.String()),
+		"hotpair-side":             []byte(st.p.opts.Side.String()),
 	}
 	if raw == nil {
 		raw = []byte{}

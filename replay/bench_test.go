@@ -54,7 +54,7 @@ func benchTopic(b *testing.B, partitions int32) ([]string, func()) {
 		b.Fatal(err)
 	}
 	brokers := c.ListenAddrs()
-	if err := kafka.EnsureTopics(b.Context(), brokers, partitions, 1, kafka.TopicSpec{Name: "in"}); err != nil {
+	if err := kafka.EnsureTopics(b.Context(), kafka.Cluster{Brokers: brokers}, partitions, 1, kafka.TopicSpec{Name: "in"}); err != nil {
 		b.Fatal(err)
 	}
 	return brokers, c.Close
@@ -94,7 +94,7 @@ func BenchmarkMaxRate(b *testing.B) {
 	var playTotal, rawTotal time.Duration
 	for b.Loop() {
 		brokers, closeCluster := benchTopic(b, 8)
-		p, err := NewPlayer(PlayerOptions{Recording: path, Targets: []Target{{brokers, "in"}}, Unpaced: true})
+		p, err := NewPlayer(PlayerOptions{Recording: path, Targets: []Target{{Brokers: brokers, Topic: "in"}}, Unpaced: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func BenchmarkRatePrecision(b *testing.B) {
 			var rep Report
 			for b.Loop() {
 				brokers, closeCluster := benchTopic(b, 8)
-				o := PlayerOptions{Recording: path, Targets: []Target{{brokers, "in"}}, QPS: c.qps}
+				o := PlayerOptions{Recording: path, Targets: []Target{{Brokers: brokers, Topic: "in"}}, QPS: c.qps}
 				switch {
 				case c.retimed:
 					o.QPS = 0 // the recorded pace

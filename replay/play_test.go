@@ -24,7 +24,7 @@ func cluster(t *testing.T, topics map[string]int32, opts ...kfake.Opt) []string 
 	c := kafkatest.Cluster(t, opts...)
 	brokers := c.ListenAddrs()
 	for name, p := range topics {
-		if err := kafka.EnsureTopics(t.Context(), brokers, p, 1, kafka.TopicSpec{Name: name}); err != nil {
+		if err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: brokers}, p, 1, kafka.TopicSpec{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -248,7 +248,7 @@ func TestPlayTwoTargetsLockstepSameRecords(t *testing.T) {
 	w := writeFile(t, path, recs)
 	w.Close("")
 	f, _ := ParseFilter([]string{"camp-1*", "camp-2*"}, nil, nil)
-	rep := play(t, PlayerOptions{Recording: path, Targets: []Target{{a, "in"}, {b, "in"}}, Unpaced: true, Filter: f,
+	rep := play(t, PlayerOptions{Recording: path, Targets: []Target{{Brokers: a, Topic: "in"}, {Brokers: b, Topic: "in"}}, Unpaced: true, Filter: f,
 		Headers: []Header{{Key: "replay", Value: []byte("run-1")}}})
 	var want []*Record
 	for _, r := range recs {
@@ -317,8 +317,8 @@ func TestPlayPercentPicksTheSameKeysEveryRun(t *testing.T) {
 	if _, err := Retime(RetimeOptions{Input: raw, Output: retimed, QPS: 6000}); err != nil {
 		t.Fatal(err)
 	}
-	r1 := play(t, PlayerOptions{Recording: retimed, Targets: []Target{{brokers, "run1"}}, Percent: 50})
-	r2 := play(t, PlayerOptions{Recording: retimed, Targets: []Target{{brokers, "run2"}}, Percent: 50})
+	r1 := play(t, PlayerOptions{Recording: retimed, Targets: []Target{{Brokers: brokers, Topic: "run1"}}, Percent: 50})
+	r2 := play(t, PlayerOptions{Recording: retimed, Targets: []Target{{Brokers: brokers, Topic: "run2"}}, Percent: 50})
 	if r1.Released != r2.Released || r1.TargetRate != 3000 || r1.Mode != "percent" {
 		t.Fatalf("run 1 %+v\nrun 2 %+v", r1, r2)
 	}
@@ -347,7 +347,7 @@ func TestPlayPercentPicksTheSameKeysEveryRun(t *testing.T) {
 func TestPlaySlowTargetAppliesBackpressure(t *testing.T) {
 	slowCluster := kafkatest.Cluster(t)
 	slow := slowCluster.ListenAddrs()
-	if err := kafka.EnsureTopics(t.Context(), slow, 1, 1, kafka.TopicSpec{Name: "in"}); err != nil {
+	if err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: slow}, 1, 1, kafka.TopicSpec{Name: "in"}); err != nil {
 		t.Fatal(err)
 	}
 	slowCluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -358,7 +358,7 @@ func TestPlaySlowTargetAppliesBackpressure(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.hpr")
 	w := writeFile(t, path, testRecords(300, 10, t0, time.Millisecond))
 	w.Close("")
-	rep := play(t, PlayerOptions{Recording: path, Targets: []Target{{slow, "in"}, {fast, "in"}}, QPS: 2000, MaxInFlight: 4})
+	rep := play(t, PlayerOptions{Recording: path, Targets: []Target{{Brokers: slow, Topic: "in"}, {Brokers: fast, Topic: "in"}}, QPS: 2000, MaxInFlight: 4})
 	if rep.Targets[0].Sent != 300 || rep.Targets[1].Sent != 300 {
 		t.Fatalf("acknowledged %d and %d of 300", rep.Targets[0].Sent, rep.Targets[1].Sent)
 	}
@@ -375,7 +375,7 @@ func TestPlayRejectsMissingTopicAndBadOptions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.hpr")
 	w := writeFile(t, path, testRecords(10, 2, t0, time.Millisecond))
 	w.Close("")
-	p, err := NewPlayer(PlayerOptions{Recording: path, Targets: []Target{{brokers, "nope"}}, QPS: 10})
+	p, err := NewPlayer(PlayerOptions{Recording: path, Targets: []Target{{Brokers: brokers, Topic: "nope"}}, QPS: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,11 +385,11 @@ func TestPlayRejectsMissingTopicAndBadOptions(t *testing.T) {
 		t.Fatalf("missing topic: got %v, want ErrNoTopic", err)
 	}
 	for _, o := range []PlayerOptions{
-		{Targets: []Target{{brokers, "in"}}},
+		{Targets: []Target{{Brokers: brokers, Topic: "in"}}},
 		{Recording: path},
-		{Recording: path, Targets: []Target{{brokers, "in"}}, QPS: 10, Percent: 50},
-		{Recording: path, Targets: []Target{{brokers, "in"}}, Percent: 101},
-		{Recording: path, Targets: []Target{{brokers, "in"}}, Loop: true},
+		{Recording: path, Targets: []Target{{Brokers: brokers, Topic: "in"}}, QPS: 10, Percent: 50},
+		{Recording: path, Targets: []Target{{Brokers: brokers, Topic: "in"}}, Percent: 101},
+		{Recording: path, Targets: []Target{{Brokers: brokers, Topic: "in"}}, Loop: true},
 	} {
 		if _, err := NewPlayer(o); err == nil {
 			t.Errorf("NewPlayer(%+v) accepted", o)
@@ -412,7 +412,7 @@ func TestPlayInterruptedDeliversWhatWasSent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.hpr")
 	w := writeFile(t, path, testRecords(1000, 10, t0, time.Millisecond))
 	w.Close("")
-	p, err := NewPlayer(PlayerOptions{Recording: path, Targets: []Target{{brokers, "in"}}, QPS: 200})
+	p, err := NewPlayer(PlayerOptions{Recording: path, Targets: []Target{{Brokers: brokers, Topic: "in"}}, QPS: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

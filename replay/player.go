@@ -60,7 +60,7 @@ type PlayerOptions struct {
 	// Injected dependencies.
 	Logger     *slog.Logger          // default: discard
 	Registerer prometheus.Registerer // default: a private registry
-	ClientOpts []kgo.Opt             // extra franz-go options for every target (TLS, SASL, …)
+	ClientOpts []kgo.Opt             // extra franz-go options for every target (timeouts, buffers)
 }
 
 func (o *PlayerOptions) validate() error {

@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/buildinfo"
+	"github.com/hotpair/hotpair/internal/kafka"
 )
 
 // RecorderOptions configure a Recorder. Either Duration (live: from the end
@@ -19,7 +21,9 @@ import (
 // timestamp; an Until in the future records live until then) must be set.
 type RecorderOptions struct {
 	Brokers []string
-	Topic   string
+	// KafkaAuth is the cluster's TLS and SASL (nil: plaintext).
+	KafkaAuth *contract.KafkaAuth
+	Topic     string
 	// Output is the recording file to create.
 	Output   string
 	Duration time.Duration
@@ -43,7 +47,7 @@ type RecorderOptions struct {
 	// Injected dependencies.
 	Logger     *slog.Logger          // default: discard
 	Registerer prometheus.Registerer // default: a private registry
-	ClientOpts []kgo.Opt             // extra franz-go options (TLS, SASL, …)
+	ClientOpts []kgo.Opt             // extra franz-go options (timeouts, fetch sizes)
 }
 
 func (o *RecorderOptions) validate() error {
@@ -129,7 +133,11 @@ type window struct {
 // Run records until the duration or window ends, Limit is reached or ctx is
 // cancelled, and closes the file (a cancel is a normal stop, "interrupted").
 func (r *Recorder) Run(ctx context.Context) error {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.o.Brokers...)}, r.o.ClientOpts...)...)
+	c := kafka.Cluster{Brokers: r.o.Brokers, Auth: r.o.KafkaAuth}
+	if err := kafka.CheckAuth(ctx, c); err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	cl, err := kafka.NewClient(c, "hotpair-replay-record", r.o.ClientOpts...)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -142,8 +150,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	for p, o := range w.start {
 		offsets[p] = kgo.NewOffset().At(o)
 	}
-	cl, err = kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(r.o.Brokers...),
+	cl, err = kafka.NewClient(c, "hotpair-replay-record", append([]kgo.Opt{
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.o.Topic: offsets}),
 		kgo.FetchMaxWait(200 * time.Millisecond),
 	}, r.o.ClientOpts...)...)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 )
 
@@ -19,6 +20,8 @@ import (
 type Target struct {
 	Brokers []string
 	Topic   string
+	// KafkaAuth is the cluster's TLS and SASL (nil: plaintext).
+	KafkaAuth *contract.KafkaAuth
 }
 
 // ParseTarget parses "host:port[,host:port]/topic".
@@ -101,13 +104,16 @@ type sink struct {
 
 func newSink(ctx context.Context, t Target, o *PlayerOptions, sourcePartitions int32, m *playerMetrics) (*sink, error) {
 	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(t.Brokers...),
 		kgo.RecordPartitioner(o.Partitioning.partitioner()),
 		kgo.MaxBufferedRecords(o.MaxInFlight),
 		kgo.ProducerLinger(time.Millisecond),
 		kgo.UnknownTopicRetries(3),
 	}, o.ClientOpts...)
-	cl, err := kgo.NewClient(opts...)
+	c := kafka.Cluster{Name: t.String(), Brokers: t.Brokers, Auth: t.KafkaAuth}
+	if err := kafka.CheckAuth(ctx, c); err != nil {
+		return nil, fmt.Errorf("replay: target %s: %w", t, err)
+	}
+	cl, err := kafka.NewClient(c, "hotpair-replay-play", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("replay: target %s: %w", t, err)
 	}

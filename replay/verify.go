@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -30,6 +31,10 @@ type VerifyOptions struct {
 	// run on; empty: verify starts an in-process kfake cluster for each.
 	// Given clusters must be empty or use a fresh TopicPrefix.
 	BaselineBrokers, CandidateBrokers []string
+	// Kafka is the TLS and SASL of those given clusters (not of the ones
+	// verify starts): verify's own clients connect with it, and both
+	// pipelines get it as --kafka-* flags.
+	Kafka contract.KafkaSecurity
 	// PipelineConfig is a `hotpair pipeline --config` file given to both
 	// (window, pacer, bidder settings); verify sets side, brokers, instance,
 	// http, storage, state dir and partitions on the command line.
@@ -117,6 +122,7 @@ type Verifier struct {
 	log      *slog.Logger
 	topics   contract.Topics
 	pipeCfg  pipeline.Config
+	auth     *contract.KafkaAuth // of the given clusters
 	report   VerifyReport
 	keepWork bool
 	// quietDrained and quietBlind are how long outputs must stay unchanged,
@@ -148,7 +154,11 @@ func NewVerifier(o VerifyOptions) (*Verifier, error) {
 			return nil, fmt.Errorf("replay: verify: pipeline config: %w", err)
 		}
 	}
-	v := &Verifier{o: o, log: o.Logger, topics: contract.TopicsWithPrefix(o.TopicPrefix), pipeCfg: cfg}
+	auth, err := o.Kafka.Load("", nil)
+	if err != nil {
+		return nil, fmt.Errorf("replay: verify: %w", err)
+	}
+	v := &Verifier{o: o, log: o.Logger, topics: contract.TopicsWithPrefix(o.TopicPrefix), pipeCfg: cfg, auth: auth}
 	// The last windows close once their partitions were idle for
 	// idle_close and their end plus lateness has passed: without the
 	// pipeline's drain metrics, only that long a quiet time is safe.
@@ -169,7 +179,7 @@ func (v *Verifier) Report() VerifyReport { return v.report }
 type verifySide struct {
 	name    string
 	bin     string
-	brokers []string
+	cluster kafka.Cluster
 	hosted  *kfake.Cluster
 	proc    *pipelineProc
 	client  *kgo.Client
@@ -218,8 +228,8 @@ func (v *Verifier) Run(ctx context.Context) (err error) {
 	v.report.Budgets = len(rows)
 
 	sides := []*verifySide{
-		{name: "baseline", bin: v.o.Baseline, brokers: v.o.BaselineBrokers},
-		{name: "candidate", bin: v.o.Candidate, brokers: v.o.CandidateBrokers},
+		{name: "baseline", bin: v.o.Baseline, cluster: kafka.Cluster{Name: "baseline", Brokers: v.o.BaselineBrokers, Auth: v.auth}},
+		{name: "candidate", bin: v.o.Candidate, cluster: kafka.Cluster{Name: "candidate", Brokers: v.o.CandidateBrokers, Auth: v.auth}},
 	}
 	defer stopSides(sides)
 	if err := v.startSides(sides, workDir); err != nil {
@@ -244,7 +254,7 @@ func (v *Verifier) Run(ctx context.Context) (err error) {
 		s.proc.stop(15 * time.Second)
 	}
 	for _, s := range sides {
-		if s.out, err = readOutputs(ctx, s.brokers, v.topics, s.name); err != nil {
+		if s.out, err = readOutputs(ctx, s.cluster, v.topics, s.name); err != nil {
 			return err
 		}
 	}
@@ -275,22 +285,22 @@ func (v *Verifier) cleanWorkDir(dir string, err *error) {
 
 func (v *Verifier) startSides(sides []*verifySide, workDir string) error {
 	for _, s := range sides {
-		if len(s.brokers) == 0 {
+		if len(s.cluster.Brokers) == 0 {
 			c, err := kfake.NewCluster(kfake.NumBrokers(1))
 			if err != nil {
 				return fmt.Errorf("replay: verify: starting a kfake cluster: %w", err)
 			}
-			s.hosted, s.brokers = c, c.ListenAddrs()
+			s.hosted, s.cluster = c, kafka.Cluster{Name: s.name, Brokers: c.ListenAddrs()}
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...))
+		cl, err := kafka.NewClient(s.cluster, "hotpair-verify-"+s.name)
 		if err != nil {
 			return fmt.Errorf("replay: verify: %w", err)
 		}
 		s.client, s.adm = cl, kadm.NewClient(cl)
-		if s.proc, err = startPipeline(&v.o, s.name, s.bin, s.brokers, workDir, s.hosted != nil); err != nil {
+		if s.proc, err = startPipeline(&v.o, s.name, s.bin, s.cluster.Brokers, workDir, s.hosted != nil); err != nil {
 			return err
 		}
-		v.log.Info("replay verify: pipeline started", "build", s.name, "binary", s.bin, "brokers", s.brokers, "log", s.proc.logPath)
+		v.log.Info("replay verify: pipeline started", "build", s.name, "binary", s.bin, "brokers", s.cluster.Brokers, "log", s.proc.logPath)
 	}
 	return nil
 }
@@ -362,17 +372,17 @@ func (v *Verifier) loadBudgets(ctx context.Context, sides []*verifySide, rows []
 		return nil
 	}
 	for _, s := range sides {
-		if err := writeBudgets(ctx, s.brokers, v.topics.Budgets, rows, lines); err != nil {
+		if err := writeBudgets(ctx, s.cluster, v.topics.Budgets, rows, lines); err != nil {
 			return err
 		}
 	}
 	for _, s := range sides {
 		err := poll(ctx, sides, 250*time.Millisecond, "for the "+s.name+" services to take the budgets", func() (bool, error) {
 			for _, stage := range contract.Services() {
-				if !slices.Contains(v.pipeCfg.Stages, stage) {
+				if !slices.Contains(v.pipeCfg.Stages, stage.String()) {
 					continue
 				}
-				n, err := endOffsetTotal(ctx, s.adm, v.topics.Output(stage))
+				n, err := endOffsetTotal(ctx, s.adm, v.topics.Output(stage.Stage()))
 				if err != nil || n < int64(len(rows)) {
 					return false, nil
 				}

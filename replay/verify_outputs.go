@@ -30,9 +30,9 @@ func outputTopics(t contract.Topics) []string {
 }
 
 // readOutputs reads the output topics from their start to their current end.
-func readOutputs(ctx context.Context, brokers []string, t contract.Topics, side string) (outputs, error) {
+func readOutputs(ctx context.Context, c kafka.Cluster, t contract.Topics, side string) (outputs, error) {
 	out := outputs{Status: map[string]contract.BudgetStatus{}, Pacing: map[string]contract.Pacing{}, Bid: map[string]contract.BidMultiplier{}}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(outputTopics(t)...),
+	cl, err := kafka.NewClient(c, "hotpair-verify-outputs", kgo.ConsumeTopics(outputTopics(t)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return out, fmt.Errorf("replay: verify: %w", err)
@@ -141,8 +141,8 @@ func loadBudgets(path string) ([]contract.Budget, [][]byte, error) {
 
 // writeBudgets writes budget rows to a cluster's budgets topic, keyed by
 // campaign on goka's partitions, and waits for every acknowledgement.
-func writeBudgets(ctx context.Context, brokers []string, topic string, rows []contract.Budget, lines [][]byte) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kafka.GokaPartitioner(), kgo.ProducerLinger(time.Millisecond))
+func writeBudgets(ctx context.Context, c kafka.Cluster, topic string, rows []contract.Budget, lines [][]byte) error {
+	cl, err := kafka.NewProducer(c, "hotpair-verify-budgets", kgo.ProducerLinger(time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("replay: verify: %w", err)
 	}
@@ -159,11 +159,11 @@ func writeBudgets(ctx context.Context, brokers []string, topic string, rows []co
 		})
 	}
 	if err := cl.Flush(ctx); err != nil {
-		return fmt.Errorf("replay: verify: writing budgets to %v: %w", brokers, err)
+		return fmt.Errorf("replay: verify: writing budgets to %s: %w", c, err)
 	}
 	select {
 	case err := <-errs:
-		return fmt.Errorf("replay: verify: writing budgets to %v: %w", brokers, err)
+		return fmt.Errorf("replay: verify: writing budgets to %s: %w", c, err)
 	default:
 		return nil
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hotpair/hotpair/internal/kafka"
 )
 
 // pipelineProc is one `hotpair pipeline` process that verify runs.
@@ -41,6 +43,8 @@ func pipelineArgs(o *VerifyOptions, brokers []string, name, httpAddr, stateDir s
 	}
 	if hosted {
 		args = append(args, "--replication", "1") // verify's own kfake clusters have one broker
+	} else {
+		args = append(args, kafka.FlagArgs(o.Kafka)...)
 	}
 	return args
 }

@@ -38,7 +38,7 @@ func (v *Verifier) play(ctx context.Context, sides []*verifySide) error {
 		po.SetTimeField = "ts"
 	}
 	for _, s := range sides {
-		po.Targets = append(po.Targets, Target{Brokers: s.brokers, Topic: v.topics.AdEvents})
+		po.Targets = append(po.Targets, Target{Brokers: s.cluster.Brokers, KafkaAuth: s.cluster.Auth, Topic: v.topics.AdEvents})
 	}
 	p, err := NewPlayer(po)
 	if err != nil {
@@ -60,7 +60,7 @@ func (v *Verifier) play(ctx context.Context, sides []*verifySide) error {
 	err = poll(ctx, sides, sampleInterval, "for both pipelines to consume the recording", func() (bool, error) {
 		for _, s := range sides {
 			m, err := scrapeMetrics(ctx, s.proc.httpAddr)
-			if err != nil || m.sum(metricStageEvents, map[string]string{"service": contract.StageAggregator}) < want {
+			if err != nil || m.sum(metricStageEvents, map[string]string{"service": contract.StageAggregator.String()}) < want {
 				return false, nil
 			}
 		}
@@ -91,7 +91,7 @@ func (v *Verifier) sample(ctx context.Context, sides []*verifySide) {
 		for _, s := range sides {
 			if m, err := scrapeMetrics(ctx, s.proc.httpAddr); err == nil {
 				s.samples = append(s.samples, perfSample{at: time.Now(),
-					events: m.sum(metricStageEvents, map[string]string{"service": contract.StageAggregator}),
+					events: m.sum(metricStageEvents, map[string]string{"service": contract.StageAggregator.String()}),
 					rss:    m.sum(metricRSS, nil)})
 			}
 		}
@@ -158,10 +158,10 @@ func (v *Verifier) settle(ctx context.Context, sides []*verifySide) error {
 // services consumed all the spend its aggregator emitted; known is false when
 // the pipeline does not expose its open windows.
 func (v *Verifier) drained(m metricsSnapshot) (drained, known bool) {
-	agg := map[string]string{"service": contract.StageAggregator}
+	agg := map[string]string{"service": contract.StageAggregator.String()}
 	spend := m.sum(metricStageOutputs, agg)
 	for _, stage := range contract.Services() {
-		if slices.Contains(v.pipeCfg.Stages, stage) && m.sum(metricStageEvents, map[string]string{"service": stage}) < spend {
+		if slices.Contains(v.pipeCfg.Stages, stage.String()) && m.sum(metricStageEvents, map[string]string{"service": stage.String()}) < spend {
 			return false, true
 		}
 	}
@@ -185,7 +185,7 @@ func (v *Verifier) finalMetrics(ctx context.Context, sides []*verifySide) error 
 			}
 		}
 		s.perf.CPUSeconds = m.sum(metricCPU, nil) - s.cpuAtPlay
-		s.perf.SpendEvents = int64(m.sum(metricStageOutputs, map[string]string{"service": contract.StageAggregator}))
+		s.perf.SpendEvents = int64(m.sum(metricStageOutputs, map[string]string{"service": contract.StageAggregator.String()}))
 		s.perf.DeadLetters = int64(m.sum(metricDeadLetters, nil))
 		if rss, ok := s.proc.peakRSS(); ok {
 			s.perf.PeakRSS = rss

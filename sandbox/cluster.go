@@ -17,19 +17,20 @@ type cluster struct {
 	side string
 	dir  string
 	port int
+	opts []kfake.Opt // TLS and SASL, unless insecure
 
 	mu sync.Mutex
 	c  *kfake.Cluster
 }
 
-func startCluster(side, dir string) (*cluster, error) {
+func startCluster(side, dir string, opts ...kfake.Opt) (*cluster, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	cl := &cluster{side: side, dir: dir, port: port}
+	cl := &cluster{side: side, dir: dir, port: port, opts: opts}
 	if err := cl.start(); err != nil {
 		return nil, err
 	}
@@ -42,8 +43,8 @@ func (cl *cluster) start() error {
 	if cl.c != nil {
 		return nil
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(cl.port), kfake.DataDir(cl.dir),
-		kfake.ClusterID("hotpair-sandbox-"+cl.side))
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.Ports(cl.port), kfake.DataDir(cl.dir),
+		kfake.ClusterID("hotpair-sandbox-" + cl.side)}, cl.opts...)...)
 	if err != nil {
 		return fmt.Errorf("sandbox: starting the %s cluster: %w", cl.side, err)
 	}

@@ -116,10 +116,10 @@ func parseSpec(spec FaultSpec, window time.Duration) (parsedSpec, error) {
 		FaultKillInstance: true, FaultDeploy: true, FaultSlow: true}
 	needsService := map[string]bool{FaultStall: true, FaultFlap: true, FaultKillInstance: true, FaultSlow: true}
 	switch {
-	case needsSide[spec.Kind] && !contract.IsSide(spec.Side):
+	case needsSide[spec.Kind] && sideOf(spec.Side) == 0:
 		return bad("%s needs --side primary or standby, got %q", spec.Kind, spec.Side)
-	case needsService[spec.Kind] && !contract.IsStage(spec.Service):
-		return bad("%s needs --service, one of %v, got %q", spec.Kind, contract.Stages(), spec.Service)
+	case needsService[spec.Kind] && stageOf(spec.Service) == 0:
+		return bad("%s needs --service, one of %v, got %q", spec.Kind, contract.StageNames(), spec.Service)
 	case spec.Kind == FaultLag && p.lag == 0:
 		return bad("lag needs --lag, e.g. 90s")
 	case spec.Kind == FaultDeploy && strings.TrimSpace(spec.Build) == "":
@@ -252,15 +252,15 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 		go flap(pause, p.period, f.stop, func(err error) { fs.flapFailed(f, err) })
 		f.heal = func() error { return pause(false) }
 	case FaultLag:
-		if err := s.ingest.SetDelay(p.Side, p.lag); err != nil {
+		if err := s.ingest.SetDelay(sideOf(p.Side), p.lag); err != nil {
 			return err
 		}
-		f.heal = func() error { return s.ingest.SetDelay(p.Side, 0) }
+		f.heal = func() error { return s.ingest.SetDelay(sideOf(p.Side), 0) }
 	case FaultCutIngest:
-		if err := s.ingest.Cut(p.Side, true); err != nil {
+		if err := s.ingest.Cut(sideOf(p.Side), true); err != nil {
 			return err
 		}
-		f.heal = func() error { return s.ingest.Cut(p.Side, false) }
+		f.heal = func() error { return s.ingest.Cut(sideOf(p.Side), false) }
 	case FaultStopCluster:
 		c := s.clusters[p.Side]
 		c.stop()
@@ -386,4 +386,16 @@ func (fs *faults) stopAll() {
 	for _, id := range active {
 		_, _ = fs.heal(id)
 	}
+}
+
+// sideOf is the side named name (unset for anything else).
+func sideOf(name string) contract.Side {
+	side, _ := contract.ParseSide(name)
+	return side
+}
+
+// stageOf is the stage named name (unset for anything else).
+func stageOf(name string) contract.Stage {
+	st, _ := contract.ParseStage(name)
+	return st
 }

@@ -15,15 +15,15 @@ import (
 // A flap of a stage the side does not run cannot happen: it is refused,
 // not listed as in force.
 func TestFlapThatCannotPauseIsRefused(t *testing.T) {
-	p, err := pipeline.New(pipeline.Options{Brokers: []string{"127.0.0.1:9"}, Side: contract.SidePrimary,
-		Stages: []string{contract.StageAggregator}, Storage: statestore.Config{Backend: statestore.BackendMemory}})
+	p, err := pipeline.New(pipeline.Options{Brokers: []string{"127.0.0.1:9"}, Side: contract.Primary,
+		Stages: []contract.Stage{contract.StageAggregator}, Storage: statestore.Config{Backend: statestore.BackendMemory}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &Sandbox{opts: Options{Timing: ScenarioTiming()}, log: slog.New(slog.DiscardHandler),
-		pipes: map[string]*pipeRun{contract.SidePrimary: {ps: sidePipes{p}}}}
+		pipes: map[string]*pipeRun{contract.Primary.String(): {ps: sidePipes{p}}}}
 	s.faults = newFaults(s)
-	_, err = s.Inject(FaultSpec{Kind: FaultFlap, Service: contract.StageBudget, Side: contract.SidePrimary})
+	_, err = s.Inject(FaultSpec{Kind: FaultFlap, Service: contract.StageBudget.String(), Side: contract.Primary.String()})
 	if !errors.Is(err, pipeline.ErrNoSuchStage) {
 		t.Fatalf("Inject = %v, want ErrNoSuchStage", err)
 	}

@@ -26,7 +26,7 @@ func (s *Sandbox) saveHistory(ctx context.Context, path string) (int, time.Time,
 	var all []core.Record
 	var until time.Time
 	for _, side := range contract.Sides() {
-		recs, _, err := history.ReadTopic(ctx, history.TopicOptions{Brokers: s.clusters[side].brokers(), Side: side,
+		recs, _, err := history.ReadTopic(ctx, history.TopicOptions{Brokers: s.clusters[side.String()].brokers(), KafkaAuth: s.kafkaAuth(), Side: side,
 			Since: s.monitorsFrom, ClientID: "hotpair-sandbox-history"})
 		if err != nil {
 			return 0, time.Time{}, err

@@ -93,15 +93,15 @@ func (s *Sandbox) getEvents(w http.ResponseWriter, r *http.Request) {
 
 // State is the sandbox at a glance.
 type State struct {
-	Addresses Addresses                     `json:"addresses"`
-	Uptime    string                        `json:"uptime"`
-	Active    map[string]string             `json:"active"` // the side the read side uses, per service
-	Leader    string                        `json:"monitor_leader"`
-	Load      LoadStats                     `json:"load"`
-	Ingest    map[string]pipeline.SideStats `json:"ingest"`
-	Views     []selector.ViewLag            `json:"views"`
-	Faults    []Fault                       `json:"faults"`
-	Events    []Event                       `json:"recent_events"`
+	Addresses Addresses                            `json:"addresses"`
+	Uptime    string                               `json:"uptime"`
+	Active    map[string]string                    `json:"active"` // the side the read side uses, per service
+	Leader    string                               `json:"monitor_leader"`
+	Load      LoadStats                            `json:"load"`
+	Ingest    map[contract.Side]pipeline.SideStats `json:"ingest"`
+	Views     []selector.ViewLag                   `json:"views"`
+	Faults    []Fault                              `json:"faults"`
+	Events    []Event                              `json:"recent_events"`
 }
 
 // State returns the sandbox's state.
@@ -109,7 +109,7 @@ func (s *Sandbox) State() State {
 	st := State{Addresses: s.Addresses(), Uptime: time.Since(s.started).Round(time.Second).String(),
 		Active: map[string]string{}, Faults: s.Faults()}
 	for _, svc := range contract.Services() {
-		st.Active[svc] = s.Active(svc)
+		st.Active[svc.String()] = s.Active(svc.String())
 	}
 	if _, m := s.monitors.leader(); m != nil {
 		st.Leader = m.ID()

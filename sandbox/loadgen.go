@@ -41,7 +41,7 @@ type loadGen struct {
 	cum       []float64 // cumulative weights
 	qps       float64   // ad requests per second at the curve's mean
 	day       time.Duration
-	prefix    string
+	topics    contract.Topics // the names the ingester writes (it adds no prefix)
 	in        *pipeline.Ingester
 	sel       *selector.Selector
 	ret       *selector.Retriever
@@ -123,9 +123,9 @@ func newCampaigns(zones []string, n int, qps float64, now time.Time, rng *rand.R
 	return cs, nil
 }
 
-func newLoadGen(cs []campaign, qps float64, day time.Duration, prefix string, in *pipeline.Ingester,
+func newLoadGen(cs []campaign, qps float64, day time.Duration, topics contract.Topics, in *pipeline.Ingester,
 	sel *selector.Selector, ret *selector.Retriever, seed uint64) *loadGen {
-	g := &loadGen{campaigns: cs, qps: qps, day: day, prefix: prefix, in: in, sel: sel, ret: ret,
+	g := &loadGen{campaigns: cs, qps: qps, day: day, topics: topics, in: in, sel: sel, ret: ret,
 		rng: rand.New(rand.NewPCG(seed, 11)), truth: make(map[string]int64), factor: 1,
 		lost: map[string]map[string]int64{}, lostRecs: map[string]int64{}}
 	g.byID = make(map[string]*campaign, len(cs))
@@ -145,7 +145,7 @@ func (g *loadGen) writeBudgets() {
 			continue
 		}
 		b, _ := json.Marshal(c.Budget)
-		g.in.Write("budgets", []byte(c.ID), b, nil, time.Now())
+		g.in.Write(g.topics.Budgets, []byte(c.ID), b, nil, time.Now())
 	}
 }
 
@@ -230,7 +230,7 @@ func (g *loadGen) emit(now time.Time, c selector.Candidate) {
 	ev := contract.AdEvent{V: 1, ID: fmt.Sprintf("sbx-%d", g.seq), Type: typ, Campaign: cp.ID,
 		Advertiser: cp.Advertiser, PriceMicros: int64(math.Round(price * c.Multiplier)), TS: now.UTC()}
 	b, _ := json.Marshal(ev)
-	g.in.Write("ad-events", []byte(ev.Campaign), b, nil, now)
+	g.in.Write(g.topics.AdEvents, []byte(ev.Campaign), b, nil, now)
 	g.truth[ev.Campaign] += ev.PriceMicros
 	g.stats.Events++
 	g.stats.Micros += ev.PriceMicros
@@ -238,7 +238,7 @@ func (g *loadGen) emit(now time.Time, c selector.Candidate) {
 
 // onLost records an ad event a side's ingest lost (called by the Ingester).
 func (g *loadGen) onLost(side string, r *kgo.Record, _ error) {
-	if r.Topic != g.prefix+"ad-events" {
+	if r.Topic != g.topics.AdEvents {
 		return
 	}
 	ev, err := contract.DecodeAdEvent(r.Value)

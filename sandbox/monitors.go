@@ -14,7 +14,6 @@ import (
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor"
-	"github.com/hotpair/hotpair/selector"
 )
 
 // replicas are the sandbox's two monitor replicas. A killed replica is
@@ -187,7 +186,7 @@ func (s *Sandbox) watchVerdicts(ctx context.Context) error {
 		case <-tick.C:
 		}
 		snap := s.sel.Snapshot()
-		for _, svc := range selector.Services() {
+		for _, svc := range contract.Services() {
 			if d := degradedOf(snap, svc); d != degraded[svc.String()] {
 				degraded[svc.String()] = d
 				detail := "no longer degraded"
@@ -205,10 +204,10 @@ func (s *Sandbox) watchVerdicts(ctx context.Context) error {
 			if svc.Local == nil {
 				continue
 			}
-			if v := svc.Local.StaggerViolation; v != stagger[svc.Service] {
-				stagger[svc.Service] = v
+			if v := svc.Local.StaggerViolation; v != stagger[svc.Service.String()] {
+				stagger[svc.Service.String()] = v
 				if v != "" {
-					s.events.add(Event{Kind: EventStagger, Service: svc.Service, Detail: v})
+					s.events.add(Event{Kind: EventStagger, Service: svc.Service.String(), Detail: v})
 				}
 			}
 			for _, side := range contract.Sides() {
@@ -225,12 +224,12 @@ func (s *Sandbox) watchVerdicts(ctx context.Context) error {
 					verdict += ", catching up: " + v.CatchingUp
 					state += ",catching_up"
 				}
-				k := key{svc.Service, side}
+				k := key{svc.Service.String(), side.String()}
 				if last[k] == state {
 					continue
 				}
 				last[k] = state
-				s.events.add(Event{Kind: EventVerdict, Service: svc.Service, Side: side, Detail: verdict})
+				s.events.add(Event{Kind: EventVerdict, Service: svc.Service.String(), Side: side.String(), Detail: verdict})
 			}
 		}
 	}

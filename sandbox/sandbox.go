@@ -22,9 +22,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafka/devsec"
 	"github.com/hotpair/hotpair/internal/zkserver"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/pipeline"
@@ -97,7 +100,8 @@ type Options struct {
 	// IngestBuffer is how many records each side's ingest buffers while
 	// its link or cluster is down (default 100000).
 	IngestBuffer int
-	// Insecure turns ZooKeeper ACLs off (they are on by default).
+	// Insecure turns security off: ZooKeeper ACLs, and TLS and SASL on the
+	// Kafka clusters (all on by default).
 	Insecure bool
 	// Timing of the control loop (default DemoTiming).
 	Timing Timing
@@ -156,6 +160,15 @@ type Addresses struct {
 	ZK             string   `json:"zk"`
 	ZKRoot         string   `json:"zk_root"`
 	HTTP           string   `json:"http"`
+	// Kafka security (absent with --insecure): both clusters speak only
+	// SASL_SSL. KafkaCAFile is the PEM file of the CA that signed the
+	// brokers' certificate (ssl.ca.location); the SASL user may use
+	// SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN.
+	KafkaSecurityProtocol string `json:"kafka_security_protocol,omitempty"`
+	KafkaCAFile           string `json:"kafka_ca_file,omitempty"`
+	KafkaSASLMechanism    string `json:"kafka_sasl_mechanism,omitempty"`
+	KafkaSASLUsername     string `json:"kafka_sasl_username,omitempty"`
+	KafkaSASLPassword     string `json:"kafka_sasl_password,omitempty"`
 	// OperatorAuth is the operator identity (user:password) that
 	// `hotpair override --auth` needs while ACLs are on.
 	OperatorAuth string `json:"operator_auth,omitempty"`
@@ -184,6 +197,8 @@ type Sandbox struct {
 	httpAddr string
 
 	monitorCreds, operatorCreds *contract.Credentials
+	kafkaSec                    *devsec.Setup   // nil when insecure
+	topics                      contract.Topics // the names on both clusters
 	started                     time.Time
 	monitorsFrom                time.Time // when the monitors started: the history they judged begins
 
@@ -199,12 +214,17 @@ func New(o Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: the monitor window (%s) must hold at least 3 sample intervals (%s)", o.Timing.Window, o.Timing.SampleInterval)
 	}
 	s := &Sandbox{opts: o, log: o.Logger, clusters: map[string]*cluster{}, pipes: map[string]*pipeRun{},
-		regs: newRegistries()}
+		regs: newRegistries(), topics: contract.TopicsWithPrefix("")}
 	s.faults = newFaults(s)
 	s.monitors = newReplicas(s)
 	if !o.Insecure {
 		s.monitorCreds = &contract.Credentials{User: "hotpair-monitor", Password: secret()}
 		s.operatorCreds = &contract.Credentials{User: "hotpair-operator", Password: secret()}
+		sec, err := devsec.New()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: Kafka security: %w", err)
+		}
+		s.kafkaSec = sec
 	}
 	return s, nil
 }
@@ -218,14 +238,18 @@ func secret() string {
 // Addresses returns where the parts listen (complete once Run reported ready).
 func (s *Sandbox) Addresses() Addresses {
 	a := Addresses{ZK: s.zkAddr, ZKRoot: s.opts.ZKRoot, HTTP: s.httpAddr}
-	if c := s.clusters[contract.SidePrimary]; c != nil {
+	if c := s.clusters[contract.Primary.String()]; c != nil {
 		a.PrimaryBrokers = c.brokers()
 	}
-	if c := s.clusters[contract.SideStandby]; c != nil {
+	if c := s.clusters[contract.Standby.String()]; c != nil {
 		a.StandbyBrokers = c.brokers()
 	}
 	if s.operatorCreds != nil {
 		a.OperatorAuth = s.operatorCreds.Digest()
+	}
+	if s.kafkaSec != nil {
+		a.KafkaSecurityProtocol, a.KafkaCAFile = "SASL_SSL", s.kafkaCAFile()
+		a.KafkaSASLMechanism, a.KafkaSASLUsername, a.KafkaSASLPassword = s.kafkaSec.Mechanism, s.kafkaSec.User, s.kafkaSec.Password
 	}
 	return a
 }
@@ -335,12 +359,22 @@ func (s *Sandbox) startZK(ctx context.Context) error {
 }
 
 func (s *Sandbox) startClusters(context.Context) error {
+	var opts []kfake.Opt
+	if sec := s.kafkaSec; sec != nil {
+		if err := sec.WriteCA(s.kafkaCAFile()); err != nil {
+			return err
+		}
+		if err := sec.WritePassword(s.kafkaPasswordFile()); err != nil {
+			return err
+		}
+		opts = sec.ClusterOpts()
+	}
 	for _, side := range contract.Sides() {
-		c, err := startCluster(side, filepath.Join(s.dir, "kafka-"+side))
+		c, err := startCluster(side.String(), filepath.Join(s.dir, "kafka-"+side.String()), opts...)
 		if err != nil {
 			return err
 		}
-		s.clusters[side] = c
+		s.clusters[side.String()] = c
 		s.onStop(c.stop)
 	}
 	return nil
@@ -348,13 +382,13 @@ func (s *Sandbox) startClusters(context.Context) error {
 
 func (s *Sandbox) startPipelines(context.Context) error {
 	for _, side := range contract.Sides() {
-		if err := s.startPipeline(side, ""); err != nil {
+		if err := s.startPipeline(side.String(), ""); err != nil {
 			return err
 		}
 	}
 	s.onStop(func() {
 		for _, side := range contract.Sides() {
-			if run := s.pipeRunOf(side); run != nil {
+			if run := s.pipeRunOf(side.String()); run != nil {
 				run.halt()
 			}
 		}
@@ -395,7 +429,7 @@ func (s *Sandbox) startPipeline(side, build string) error {
 			reg = prometheus.WrapRegistererWith(prometheus.Labels{"instance": name}, s.regs.add("pipeline-"+name))
 		}
 		p, err := pipeline.New(pipeline.Options{
-			Brokers: s.clusters[side].brokers(), Side: side, Instance: name, Build: build,
+			Brokers: s.clusters[side].brokers(), KafkaAuth: s.kafkaAuth(), Side: sideOf(side), Instance: name, Build: build,
 			Partitions: s.opts.Partitions, Replication: 1, CreateTopics: true,
 			Storage: statestore.Config{Backend: statestore.BackendMemory}, HotStandby: true,
 			Window: t.AggWindow, Lateness: t.AggLateness, IdleClose: t.AggWindow,
@@ -447,7 +481,7 @@ type sidePipes []*pipeline.Pipeline
 // stalls as a whole.
 func (ps sidePipes) Pause(stage string, paused bool) error {
 	for _, p := range ps {
-		if err := p.Pause(stage, paused); err != nil {
+		if err := p.Pause(stageOf(stage), paused); err != nil {
 			return err
 		}
 	}
@@ -458,7 +492,7 @@ func (ps sidePipes) Pause(stage string, paused bool) error {
 // cap), shared evenly by the instances as they share the partitions.
 func (ps sidePipes) Throttle(stage string, perSecond float64) error {
 	for _, p := range ps {
-		if err := p.Throttle(stage, perSecond/float64(len(ps))); err != nil {
+		if err := p.Throttle(stageOf(stage), perSecond/float64(len(ps))); err != nil {
 			return err
 		}
 	}
@@ -466,7 +500,7 @@ func (ps sidePipes) Throttle(stage string, perSecond float64) error {
 }
 
 // RestartStage kills the stage in one instance, the first.
-func (ps sidePipes) RestartStage(stage string) error { return ps[0].RestartStage(stage) }
+func (ps sidePipes) RestartStage(stage string) error { return ps[0].RestartStage(stageOf(stage)) }
 
 // Ready reports whether every instance is ready.
 func (ps sidePipes) Ready() bool {
@@ -480,14 +514,15 @@ func (ps sidePipes) Ready() bool {
 
 func (s *Sandbox) startIngest(context.Context) error {
 	in, err := pipeline.NewIngester(pipeline.IngestOptions{
-		Clusters: map[string][]string{
-			contract.SidePrimary: s.clusters[contract.SidePrimary].brokers(),
-			contract.SideStandby: s.clusters[contract.SideStandby].brokers(),
+		Clusters: map[contract.Side][]string{
+			contract.Primary: s.clusters[contract.Primary.String()].brokers(),
+			contract.Standby: s.clusters[contract.Standby.String()].brokers(),
 		},
-		Buffer: s.opts.IngestBuffer, DeliveryTimeout: 10 * time.Minute,
-		OnLost: func(side string, r *kgo.Record, err error) {
+		KafkaAuth: map[contract.Side]*contract.KafkaAuth{contract.Primary: s.kafkaAuth(), contract.Standby: s.kafkaAuth()},
+		Buffer:    s.opts.IngestBuffer, DeliveryTimeout: 10 * time.Minute,
+		OnLost: func(side contract.Side, r *kgo.Record, err error) {
 			if l := s.loadGen(); l != nil {
-				l.onLost(side, r, err)
+				l.onLost(side.String(), r, err)
 			}
 		},
 		Logger: s.log.With("component", "ingest"), Registerer: s.regs.add("ingest"),
@@ -540,8 +575,12 @@ func (s *Sandbox) monitorConfig(i int) monitor.Config {
 		c.ZK.Auth = s.monitorCreds.Digest()
 		c.ZK.OperatorUser = monitor.DigestID(*s.operatorCreds)
 	}
-	c.Clusters.Primary.Brokers = s.clusters[contract.SidePrimary].brokers()
-	c.Clusters.Standby.Brokers = s.clusters[contract.SideStandby].brokers()
+	c.Clusters.Primary.Brokers = s.clusters[contract.Primary.String()].brokers()
+	c.Clusters.Standby.Brokers = s.clusters[contract.Standby.String()].brokers()
+	if sec := s.kafkaSec; sec != nil { // as an operator configures it: files
+		c.Clusters.Primary.Kafka = sec.Security(s.kafkaCAFile(), s.kafkaPasswordFile())
+		c.Clusters.Standby.Kafka = sec.Security(s.kafkaCAFile(), s.kafkaPasswordFile())
+	}
 	c.HTTP.Listen = "off"
 	c.Window, c.Decision.Grace = t.Window, t.Grace
 	c.Rules.SampleInterval, c.Rules.PartitionGrace = t.SampleInterval, t.PartitionGrace
@@ -554,14 +593,15 @@ func (s *Sandbox) monitorConfig(i int) monitor.Config {
 func (s *Sandbox) startReadSide(ctx context.Context) error {
 	reg := s.regs.add("read-side")
 	log := s.log
-	sel, err := selector.New([]string{s.zkAddr}, selector.WithRoot(s.opts.ZKRoot), selector.WithDefaultSide(selector.Primary),
+	sel, err := selector.New([]string{s.zkAddr}, selector.WithRoot(s.opts.ZKRoot), selector.WithDefaultSide(contract.Primary),
 		selector.WithSessionTimeout(s.opts.Timing.ZKSession), selector.WithLogger(log), selector.WithRegisterer(reg))
 	if err != nil {
 		return err
 	}
 	views, err := selector.NewViews(
-		selector.WithCluster(selector.Primary, s.clusters[contract.SidePrimary].brokers()...),
-		selector.WithCluster(selector.Standby, s.clusters[contract.SideStandby].brokers()...),
+		selector.WithCluster(contract.Primary, s.clusters[contract.Primary.String()].brokers()...),
+		selector.WithCluster(contract.Standby, s.clusters[contract.Standby.String()].brokers()...),
+		selector.WithKafkaAuth(contract.Primary, s.kafkaAuth()), selector.WithKafkaAuth(contract.Standby, s.kafkaAuth()),
 		selector.WithLogger(log), selector.WithRegisterer(reg))
 	if err != nil {
 		return err
@@ -584,7 +624,7 @@ func (s *Sandbox) startLoad(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g := newLoadGen(cs, s.opts.QPS, s.opts.Day, "", s.ingest, s.sel, s.ret, s.opts.Seed)
+	g := newLoadGen(cs, s.opts.QPS, s.opts.Day, s.topics, s.ingest, s.sel, s.ret, s.opts.Seed)
 	s.mu.Lock()
 	s.load = g
 	s.mu.Unlock()
@@ -620,7 +660,7 @@ func (s *Sandbox) waitUntil(ctx context.Context, timeout time.Duration, what str
 // the views of both sides hold a budget status for every budgeted campaign.
 func (s *Sandbox) budgetsApplied() bool {
 	for _, side := range contract.Sides() {
-		if !s.pipe(side).Ready() {
+		if !s.pipe(side.String()).Ready() {
 			return false
 		}
 	}
@@ -628,8 +668,8 @@ func (s *Sandbox) budgetsApplied() bool {
 		if c.Budget == nil {
 			continue
 		}
-		for _, side := range []selector.Side{selector.Primary, selector.Standby} {
-			if a := s.views.Get(selector.Budget, c.ID, side); !a.Found || a.From != side {
+		for _, side := range []contract.Side{contract.Primary, contract.Standby} {
+			if a := s.views.Get(contract.ServiceBudget, c.ID, side); !a.Found || a.From != side {
 				return false
 			}
 		}
@@ -672,3 +712,22 @@ func (r *registries) Gather() ([]*dto.MetricFamily, error) {
 }
 
 var errNoLocalZK = errors.New("sandbox: stop-zk needs the sandbox's own ZooKeeper (it was started with --zk)")
+
+// kafkaCAFile and kafkaPasswordFile are where the sandbox writes the CA of
+// its clusters' certificates and the SASL password (for the monitors'
+// configs, which name files as an operator's would).
+func (s *Sandbox) kafkaCAFile() string       { return filepath.Join(s.dir, "kafka-ca.pem") }
+func (s *Sandbox) kafkaPasswordFile() string { return filepath.Join(s.dir, "kafka-password") }
+
+// kafkaAuth is what the sandbox's own clients connect with (nil: insecure).
+func (s *Sandbox) kafkaAuth() *contract.KafkaAuth {
+	if s.kafkaSec == nil {
+		return nil
+	}
+	return s.kafkaSec.Auth()
+}
+
+// kafkaCluster is a side's cluster (side by name) as clients reach it.
+func (s *Sandbox) kafkaCluster(side string) kafka.Cluster {
+	return kafka.Cluster{Name: side, Brokers: s.clusters[side].brokers(), Auth: s.kafkaAuth()}
+}

@@ -209,7 +209,7 @@ func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, w
 	call("GET", "/api/v1/gate?side=standby&held=later", "", http.StatusBadRequest, nil)
 	var a monitor.GateAnswer
 	call("GET", "/api/v1/gate?side=standby&held=1h", "", http.StatusConflict, &a)
-	if a.OK || a.Side != "standby" || a.Other != "primary" || a.Held != "1h0m0s" || len(a.Services) != 3 || len(a.Reasons) == 0 {
+	if a.OK || a.Side != contract.Standby || a.Other != contract.Primary || a.Held != "1h0m0s" || len(a.Services) != 3 || len(a.Reasons) == 0 {
 		t.Fatalf("gate answer %+v", a)
 	}
 	// The stalled primary budget enforcer is found unhealthy within a few
@@ -218,16 +218,16 @@ func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, w
 	m := sb.monitors.any()
 	changestest.WaitFor(t, m.Changes(), time.Minute, "the stalled primary budget enforcer published unhealthy", func() bool {
 		for _, ss := range m.Status().Services {
-			if ss.Service == contract.StageBudget && ss.Selection != nil {
-				primary, judged := ss.Selection.Sides[contract.SidePrimary]
-				return judged && !primary.Healthy && ss.Selection.Sides[contract.SideStandby].Healthy
+			if ss.Service == contract.ServiceBudget && ss.Selection != nil {
+				primary, judged := ss.Selection.Sides[contract.Primary]
+				return judged && !primary.Healthy && ss.Selection.Sides[contract.Standby].Healthy
 			}
 		}
 		return false
 	})
 	call("GET", "/api/v1/gate?side=standby&held=1ms", "", http.StatusConflict, &a)
 	for _, rule := range []core.GateRule{core.GateOtherSideUnhealthy, core.GateOnlyHealthySide} {
-		if !slices.ContainsFunc(a.Failing, func(r core.GateReason) bool { return r.Rule == rule && r.Service == contract.StageBudget }) {
+		if !slices.ContainsFunc(a.Failing, func(r core.GateReason) bool { return r.Rule == rule && r.Service == contract.ServiceBudget }) {
 			t.Fatalf("the gate does not refuse the standby with %s on budget: %+v", rule, a.Reasons)
 		}
 	}

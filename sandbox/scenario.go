@@ -224,7 +224,7 @@ func (r *run) active(service string) string { return r.s.Active(service) }
 
 func (r *run) allOn(side string, services ...string) func() bool {
 	if len(services) == 0 {
-		services = contract.Services()
+		services = contract.ServiceNames()
 	}
 	return func() bool {
 		for _, svc := range services {
@@ -251,7 +251,7 @@ func (r *run) switches(service string, from time.Time) int {
 // both sides of every service healthy, and checks that it happened.
 func (r *run) steady(what string) {
 	took, ok := r.waitFor(90*time.Second, func() bool {
-		if !r.allOn(contract.SidePrimary)() {
+		if !r.allOn(contract.Primary.String())() {
 			return false
 		}
 		m := r.s.monitors.any()

@@ -7,9 +7,10 @@ import (
 	"github.com/hotpair/hotpair/contract"
 )
 
-const (
-	primary = contract.SidePrimary
-	standby = contract.SideStandby
+// The sides by name, as the scenarios, the timeline and the reports use them.
+var (
+	primary = contract.Primary.String()
+	standby = contract.Standby.String()
 )
 
 func scenarios() []scenario {
@@ -32,20 +33,20 @@ func scenarios() []scenario {
 
 func failover(r *run) {
 	r.steady("both sides healthy before the fault")
-	f := r.inject(FaultSpec{Kind: FaultStall, Service: contract.StageBudget, Side: primary})
+	f := r.inject(FaultSpec{Kind: FaultStall, Service: contract.StageBudget.String(), Side: primary})
 	start := time.Now()
-	took, ok := r.waitFor(r.switchWithin(), r.allOn(standby, contract.StageBudget))
+	took, ok := r.waitFor(r.switchWithin(), r.allOn(standby, contract.StageBudget.String()))
 	r.check("budget switches to standby", ok, "after %s (limit %s: the window catching the stall, then publication)", took.Round(100*time.Millisecond), r.switchWithin())
-	if sel := r.s.sel.Snapshot().Selection(svcOf(contract.StageBudget)); sel != nil {
+	if sel := r.s.sel.Snapshot().Selection(svcOf(contract.StageBudget.String())); sel != nil {
 		r.check("the switch says why", strings.Contains(sel.Reason, "input_rate_low") || strings.Contains(sel.Reason, "input rate"), "reason: %s", sel.Reason)
 	}
-	_, ok = r.holds(r.window(2), r.allOn(primary, contract.StagePacer, contract.StageBidder))
+	_, ok = r.holds(r.window(2), r.allOn(primary, contract.StagePacer.String(), contract.StageBidder.String()))
 	r.check("pacer and bidder stay on primary", ok, "only the stalled service moves")
 	r.sleep(r.window(1))
 	healed := time.Now()
 	r.heal(f)
-	r.returnsAfterGrace(contract.StageBudget, healed)
-	r.check("exactly two switches", r.switches(contract.StageBudget, start) == 2, "budget switched %d times (away and back)", r.switches(contract.StageBudget, start))
+	r.returnsAfterGrace(contract.StageBudget.String(), healed)
+	r.check("exactly two switches", r.switches(contract.StageBudget.String(), start) == 2, "budget switched %d times (away and back)", r.switches(contract.StageBudget.String(), start))
 }
 
 // returnsAfterGrace checks that service returns to primary, and that it
@@ -86,24 +87,24 @@ func clusterOutage(r *run) {
 	healed := time.Now()
 	r.heal(f)
 	for _, svc := range contract.Services() {
-		r.returnsAfterGraceWithin(svc, healed, r.t.Grace+time.Minute)
+		r.returnsAfterGraceWithin(svc.String(), healed, r.t.Grace+time.Minute)
 	}
 }
 
 func flapScenario(r *run) {
 	r.steady("both sides healthy before the fault")
 	period := r.window(2)
-	f := r.inject(FaultSpec{Kind: FaultFlap, Service: contract.StagePacer, Side: primary, Period: period.String()})
+	f := r.inject(FaultSpec{Kind: FaultFlap, Service: contract.StagePacer.String(), Side: primary, Period: period.String()})
 	start := time.Now()
-	took, ok := r.waitFor(period+r.switchWithin(), r.allOn(standby, contract.StagePacer))
+	took, ok := r.waitFor(period+r.switchWithin(), r.allOn(standby, contract.StagePacer.String()))
 	r.check("pacer switches to standby", ok, "after %s", took.Round(100*time.Millisecond))
 	flapFor := 8 * period
-	_, ok = r.holds(flapFor, r.allOn(standby, contract.StagePacer))
-	r.check("no switch back while the primary flaps", ok && r.switches(contract.StagePacer, start) == 1,
-		"%d switch(es) in %s of flapping (stalled %s, healthy %s, over and over)", r.switches(contract.StagePacer, start), flapFor+took, period, period)
+	_, ok = r.holds(flapFor, r.allOn(standby, contract.StagePacer.String()))
+	r.check("no switch back while the primary flaps", ok && r.switches(contract.StagePacer.String(), start) == 1,
+		"%d switch(es) in %s of flapping (stalled %s, healthy %s, over and over)", r.switches(contract.StagePacer.String(), start), flapFor+took, period, period)
 	healed := time.Now()
 	r.heal(f)
-	r.returnsAfterGrace(contract.StagePacer, healed)
+	r.returnsAfterGrace(contract.StagePacer.String(), healed)
 }
 
 func upstreamLoss(r *run) {
@@ -118,7 +119,7 @@ func upstreamLoss(r *run) {
 	r.event(EventInfo, "", "", "upstream traffic resumes")
 	n := 0
 	for _, svc := range contract.Services() {
-		n += r.switches(svc, start)
+		n += r.switches(svc.String(), start)
 	}
 	r.check("no switch when both sides lose input together", ok && n == 0, "%d switches in %s without traffic", n, r.window(4))
 	r.steady("both sides healthy again")
@@ -130,26 +131,26 @@ func upstreamLoss(r *run) {
 	r.sleep(r.window(2))
 	healed := time.Now()
 	r.heal(f)
-	lost := r.s.ingest.Stats()[primary].Lost
+	lost := r.s.ingest.Stats()[contract.Primary].Lost
 	r.check("the cut outlasted primary's ingest buffer", lost > 0, "%d records lost for primary (buffer %d)", lost, r.s.opts.IngestBuffer)
 	for _, svc := range contract.Services() {
-		r.returnsAfterGrace(svc, healed)
+		r.returnsAfterGrace(svc.String(), healed)
 	}
 }
 
 func zkOutage(r *run) {
 	r.steady("both sides healthy before the fault")
 	zk := r.inject(FaultSpec{Kind: FaultStopZK})
-	stall := r.inject(FaultSpec{Kind: FaultStall, Service: contract.StageBudget, Side: primary})
+	stall := r.inject(FaultSpec{Kind: FaultStall, Service: contract.StageBudget.String(), Side: primary})
 	_, ok := r.holds(r.window(4), r.allOn(primary))
 	r.check("the read side keeps its last snapshot", ok, "budget still reads from primary %s into the outage", r.window(4))
-	age := r.s.sel.Snapshot().ReadAt(svcOf(contract.StageBudget))
+	age := r.s.sel.Snapshot().ReadAt(svcOf(contract.StageBudget.String()))
 	r.check("the snapshot ages", time.Since(age) >= r.window(4), "last read from ZooKeeper %s ago", time.Since(age).Round(100*time.Millisecond))
 	local := ""
 	if m := r.s.monitors.any(); m != nil {
 		for _, s := range m.Status().Services {
-			if s.Service == contract.StageBudget && s.Local != nil {
-				local = s.Local.Active
+			if s.Service == contract.ServiceBudget && s.Local != nil {
+				local = s.Local.Active.String()
 			}
 		}
 	}
@@ -157,19 +158,19 @@ func zkOutage(r *run) {
 	back := time.Now()
 	r.heal(zk)
 	limit := r.t.ZKSession + r.window(2) + 5*time.Second
-	_, ok = r.waitFor(limit, r.allOn(standby, contract.StageBudget))
+	_, ok = r.waitFor(limit, r.allOn(standby, contract.StageBudget.String()))
 	r.check("the decision is published once ZooKeeper is back", ok, "budget reads from standby %s after ZooKeeper returned (limit %s)",
 		time.Since(back).Round(100*time.Millisecond), limit)
 	healed := time.Now()
 	r.heal(stall)
-	r.returnsAfterGrace(contract.StageBudget, healed)
+	r.returnsAfterGrace(contract.StageBudget.String(), healed)
 }
 
 func monitorFailover(r *run) {
 	r.steady("both sides healthy before the fault")
-	stall := r.inject(FaultSpec{Kind: FaultStall, Service: contract.StageBudget, Side: primary})
+	stall := r.inject(FaultSpec{Kind: FaultStall, Service: contract.StageBudget.String(), Side: primary})
 	start := time.Now()
-	_, ok := r.waitFor(r.switchWithin(), r.allOn(standby, contract.StageBudget))
+	_, ok := r.waitFor(r.switchWithin(), r.allOn(standby, contract.StageBudget.String()))
 	r.check("budget switches to standby", ok, "before the leader is killed")
 	healed := time.Now()
 	r.heal(stall)
@@ -180,25 +181,25 @@ func monitorFailover(r *run) {
 	took, ok := r.waitFor(limit, func() bool { i, _ := r.s.monitors.leader(); return i >= 0 && i != first })
 	takeover := time.Now()
 	r.check("the other replica takes over", ok, "after %s (limit: session timeout %s + a window)", took.Round(100*time.Millisecond), r.t.ZKSession)
-	_, ok = r.holds(r.window(1), r.allOn(standby, contract.StageBudget))
+	_, ok = r.holds(r.window(1), r.allOn(standby, contract.StageBudget.String()))
 	r.check("the new leader does not reverse the decision at once", ok, "budget stays on standby after the takeover")
 	// The new leader continues the grace clock persisted with the selection:
 	// the return comes a grace period after the heal, not after the takeover.
 	// The window that first judges the primary healthy may have started a
 	// little before the heal, so the grace is counted, as in
 	// returnsAfterGrace, from the primary's last unhealthy verdict.
-	r.returnsAfterGraceWithin(contract.StageBudget, healed, r.t.Grace+r.window(3)+2*time.Second)
+	r.returnsAfterGraceWithin(contract.StageBudget.String(), healed, r.t.Grace+r.window(3)+2*time.Second)
 	after := time.Since(healed).Round(100 * time.Millisecond)
 	restarted := takeover.Sub(healed) + r.t.Grace
 	r.check("the grace clock survives the takeover", after < restarted, "budget returned %s after the heal (grace %s; a restarted clock would need %s)",
 		after, r.t.Grace, restarted.Round(100*time.Millisecond))
 	r.heal(kill)
-	r.check("no decision lost or reversed", r.switches(contract.StageBudget, start) == 2, "budget switched %d times (away and back)", r.switches(contract.StageBudget, start))
+	r.check("no decision lost or reversed", r.switches(contract.StageBudget.String(), start) == 2, "budget switched %d times (away and back)", r.switches(contract.StageBudget.String(), start))
 }
 
 func crashRestart(r *run) {
 	r.steady("both sides healthy before the fault")
-	for _, k := range []struct{ stage, side string }{{contract.StageAggregator, primary}, {contract.StageBudget, standby}} {
+	for _, k := range []struct{ stage, side string }{{contract.StageAggregator.String(), primary}, {contract.StageBudget.String(), standby}} {
 		before := r.s.stageEvents(k.side, k.stage)
 		r.inject(FaultSpec{Kind: FaultKillInstance, Service: k.stage, Side: k.side})
 		took, ok := r.waitFor(time.Minute, func() bool { return r.s.stageEvents(k.side, k.stage) > before+50 })

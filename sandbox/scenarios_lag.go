@@ -40,8 +40,8 @@ func slowSide(r *run) {
 	_, ok = r.waitFor(limit, func() bool {
 		seen = seen[:0]
 		for _, svc := range contract.Services() {
-			p, okP := r.verdict(svc, primary)
-			s, okS := r.verdict(svc, standby)
+			p, okP := r.verdict(svc.String(), primary)
+			s, okS := r.verdict(svc.String(), standby)
 			if !okP || !okS || !failing(p, "lag_high") || failing(p, "input_rate_low") || p.QPS < 0.5*s.QPS {
 				return false
 			}
@@ -59,17 +59,17 @@ func slowSide(r *run) {
 	_, ok = r.holds(hold, r.allOn(standby))
 	n := 0
 	for _, svc := range contract.Services() {
-		n += r.switches(svc, start)
+		n += r.switches(svc.String(), start)
 	}
 	r.check("no return while the lag lasts", ok && n == 3, "every service stayed on standby for %s after primary's records came back %s late (grace %s); %d switch(es) in all",
 		hold, slowSideLag, r.t.Grace, n)
 	healed := time.Now()
 	r.heal(f)
 	for _, svc := range contract.Services() {
-		r.returnsAfterGrace(svc, healed)
+		r.returnsAfterGrace(svc.String(), healed)
 	}
 	for _, svc := range contract.Services() {
-		r.check(svc+": two switches", r.switches(svc, start) == 2, "%s switched %d times (away and back)", svc, r.switches(svc, start))
+		r.check(svc.String()+": two switches", r.switches(svc.String(), start) == 2, "%s switched %d times (away and back)", svc, r.switches(svc.String(), start))
 	}
 }
 
@@ -87,14 +87,14 @@ func overload(r *run) {
 	usual := r.aggregatorRate(r.window(2))
 	capRate := math.Round(1.5 * usual)
 	for _, side := range contract.Sides() {
-		r.inject(FaultSpec{Kind: FaultSlow, Service: contract.StageAggregator, Side: side, Rate: capRate})
+		r.inject(FaultSpec{Kind: FaultSlow, Service: contract.StageAggregator.String(), Side: side.String(), Rate: capRate})
 	}
 	r.event(EventInfo, "", "", "both aggregators capped at %g ad events/s, 1.5 times the usual %.0f/s", capRate, usual)
 	_, ok := r.holds(r.window(2), func() bool { return r.allOn(primary)() && !r.anyDegraded() })
 	r.check("under the cap both sides keep up", ok, "%s at %.0f ad events/s against a cap of %g/s", r.window(2), usual, capRate)
 
 	start := time.Now()
-	written := r.s.ingest.Stats()[primary].Written
+	written := r.s.ingest.Stats()[contract.Primary].Written
 	surge := r.inject(FaultSpec{Kind: FaultTraffic, Factor: 4})
 	var peak peaks
 	lagHigh, degradedAt := map[string]time.Time{}, map[string]time.Time{}
@@ -102,24 +102,24 @@ func overload(r *run) {
 		peak.observe(r)
 		for _, svc := range contract.Services() {
 			for _, side := range contract.Sides() {
-				if v, ok := r.verdict(svc, side); ok && failing(v, "lag_high") && lagHigh[svc].IsZero() {
-					lagHigh[svc] = time.Now()
+				if v, ok := r.verdict(svc.String(), side.String()); ok && failing(v, "lag_high") && lagHigh[svc.String()].IsZero() {
+					lagHigh[svc.String()] = time.Now()
 				}
 			}
-			if r.s.Degraded(svc) && degradedAt[svc].IsZero() {
-				degradedAt[svc] = time.Now()
+			if r.s.Degraded(svc.String()) && degradedAt[svc.String()].IsZero() {
+				degradedAt[svc.String()] = time.Now()
 			}
 		}
 		return len(degradedAt) == len(contract.Services())
 	})
 	in2, within := ok, []string{}
 	for _, svc := range contract.Services() {
-		took := degradedAt[svc].Sub(lagHigh[svc])
-		in2 = in2 && !lagHigh[svc].IsZero() && took <= r.window(2)
+		took := degradedAt[svc.String()].Sub(lagHigh[svc.String()])
+		in2 = in2 && !lagHigh[svc.String()].IsZero() && took <= r.window(2)
 		within = append(within, fmt.Sprintf("%s %s after its first lag_high (%s after the surge)", svc,
-			took.Round(100*time.Millisecond), degradedAt[svc].Sub(start).Round(100*time.Millisecond)))
+			took.Round(100*time.Millisecond), degradedAt[svc.String()].Sub(start).Round(100*time.Millisecond)))
 	}
-	rate := float64(r.s.ingest.Stats()[primary].Written-written) / time.Since(start).Seconds()
+	rate := float64(r.s.ingest.Stats()[contract.Primary].Written-written) / time.Since(start).Seconds()
 	r.check("degraded flagged on every service within two windows", in2, "%s (limit %s); ad events came at %.0f/s against the cap of %g/s",
 		strings.Join(within, "; "), r.window(2), rate, capRate)
 	_, ok = r.holds(r.window(2), func() bool { peak.observe(r); return r.allDegraded() && r.allOn(primary)() })
@@ -135,7 +135,7 @@ func overload(r *run) {
 	r.heal(drop)
 	n := 0
 	for _, svc := range contract.Services() {
-		n += r.switches(svc, start)
+		n += r.switches(svc.String(), start)
 	}
 	r.check("no switch", n == 0 && r.allOn(primary)(), "%d switches in %s of overload and recovery", n, time.Since(start).Round(100*time.Millisecond))
 }
@@ -147,8 +147,8 @@ func (r *run) verdict(service, side string) (monitor.SideVerdict, bool) {
 		return monitor.SideVerdict{}, false
 	}
 	for _, svc := range m.Status().Services {
-		if svc.Service == service && svc.Local != nil {
-			v, ok := svc.Local.Sides[side]
+		if svc.Service.String() == service && svc.Local != nil {
+			v, ok := svc.Local.Sides[sideOf(side)]
 			return v, ok
 		}
 	}
@@ -166,7 +166,7 @@ func failing(v monitor.SideVerdict, rule string) bool {
 
 func (r *run) allDegraded() bool {
 	for _, svc := range contract.Services() {
-		if !r.s.Degraded(svc) {
+		if !r.s.Degraded(svc.String()) {
 			return false
 		}
 	}
@@ -175,7 +175,7 @@ func (r *run) allDegraded() bool {
 
 func (r *run) anyDegraded() bool {
 	for _, svc := range contract.Services() {
-		if r.s.Degraded(svc) {
+		if r.s.Degraded(svc.String()) {
 			return true
 		}
 	}
@@ -184,9 +184,9 @@ func (r *run) anyDegraded() bool {
 
 // aggregatorRate measures primary's aggregator input over d, in events/s.
 func (r *run) aggregatorRate(d time.Duration) float64 {
-	before := r.s.stageEvents(primary, contract.StageAggregator)
+	before := r.s.stageEvents(primary, contract.StageAggregator.String())
 	r.sleep(d)
-	return (r.s.stageEvents(primary, contract.StageAggregator) - before) / d.Seconds()
+	return (r.s.stageEvents(primary, contract.StageAggregator.String()) - before) / d.Seconds()
 }
 
 // peaks are the largest lags the leading monitor reported during a scenario.
@@ -195,7 +195,7 @@ type peaks struct{ service, aggregator int64 }
 func (p *peaks) observe(r *run) {
 	for _, svc := range contract.Services() {
 		for _, side := range contract.Sides() {
-			if v, ok := r.verdict(svc, side); ok {
+			if v, ok := r.verdict(svc.String(), side.String()); ok {
 				p.service, p.aggregator = max(p.service, v.LagP99Ms), max(p.aggregator, v.AggregatorLagP99Ms)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/selector"
 )
@@ -19,7 +20,7 @@ func (s *Sandbox) watchSelection(ctx context.Context) error {
 		case <-prev.Changed():
 		}
 		cur := s.sel.Snapshot()
-		for _, svc := range selector.Services() {
+		for _, svc := range contract.Services() {
 			was, now := prev.Active(svc), cur.Active(svc)
 			if was == now && prev.IsDefault(svc) == cur.IsDefault(svc) {
 				continue
@@ -41,7 +42,7 @@ func (s *Sandbox) watchSelection(ctx context.Context) error {
 	}
 }
 
-func degradedOf(snap *selector.Snapshot, svc selector.Service) bool {
+func degradedOf(snap *selector.Snapshot, svc contract.Service) bool {
 	sel := snap.Selection(svc)
 	return sel != nil && sel.Degraded
 }
@@ -55,8 +56,8 @@ func (s *Sandbox) Active(service string) string {
 }
 
 // svcOf returns the selector's Service of a service name.
-func svcOf(name string) selector.Service {
-	svc, _ := selector.ParseService(name)
+func svcOf(name string) contract.Service {
+	svc, _ := contract.ParseService(name)
 	return svc
 }
 

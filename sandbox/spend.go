@@ -2,12 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
-	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -81,13 +82,13 @@ func (s *Sandbox) compareSpend(ctx context.Context) []SideSpend {
 	truth, lost, lostRecs := s.loadGen().groundTruth()
 	var out []SideSpend
 	for _, side := range contract.Sides() {
-		observed, err := s.lifetimeSpend(ctx, side)
-		ss := SideSpend{Side: side, LostEvents: lostRecs[side]}
+		observed, err := s.lifetimeSpend(ctx, side.String())
+		ss := SideSpend{Side: side.String(), LostEvents: lostRecs[side.String()]}
 		for c, written := range truth {
 			ss.Campaigns++
 			ss.WrittenMicros += written
-			ss.LostMicros += lost[side][c]
-			want := written - lost[side][c]
+			ss.LostMicros += lost[side.String()][c]
+			want := written - lost[side.String()][c]
 			ss.ExpectedMicros += want
 			ss.ObservedMicros += observed[c]
 			if err == nil && observed[c] == want {
@@ -117,42 +118,21 @@ func cmpString(a, b string) int {
 func (s *Sandbox) lifetimeSpend(ctx context.Context, side string) (map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	brokers := s.clusters[side].brokers()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	cl, err := kafka.NewClient(s.kafkaCluster(side), "hotpair-sandbox-spend")
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	topic := "budget-status"
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	want := map[int32]int64{}
-	parts := map[int32]kgo.Offset{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil && o.Offset > 0 {
-			want[o.Partition], parts[o.Partition] = o.Offset, kgo.NewOffset().AtStart()
-		}
-	})
 	out := map[string]int64{}
-	if len(want) == 0 {
-		return out, nil
-	}
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts})
-	for len(want) > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s of %s: %w", topic, side, err)
+	topic := s.topics.BudgetStatus
+	err = kafka.ReadRange(ctx, cl, topic, time.Time{}, func(r *kgo.Record) bool {
+		if st, err := contract.DecodeBudgetStatus(r.Value); err == nil {
+			out[st.Campaign] = st.SpentLifetimeMicros
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if st, err := contract.DecodeBudgetStatus(r.Value); err == nil {
-				out[st.Campaign] = st.SpentLifetimeMicros
-			}
-			if end, ok := want[r.Partition]; ok && r.Offset+1 >= end {
-				delete(want, r.Partition)
-			}
-		})
+		return true
+	})
+	if err != nil && !errors.Is(err, kafka.ErrNoTopic) {
+		return nil, fmt.Errorf("reading %s of %s: %w", topic, side, err)
 	}
 	return out, nil
 }

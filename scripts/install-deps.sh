@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, what hotpair's sandbox and tests run beside
 # Go: the Apache ZooKeeper server, a Java runtime for it, Chromium for the
-# on-call page test, and promtool (package prometheus) for the alert rules'
-# unit tests. Does nothing when they are present.
+# on-call page test, promtool (package prometheus) for the alert rules' unit
+# tests, and kcat, which a test points at the secure sandbox as an operator
+# would. Does nothing when they are present.
 set -euo pipefail
 need=()
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
 if [ "${HOTPAIR_SKIP_CHROMIUM:-}" = "" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi

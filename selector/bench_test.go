@@ -23,12 +23,12 @@ import (
 // atomic pointer load of a struct) and a map lookup by name.
 func BenchmarkActive(b *testing.B) {
 	sel, _ := offlineSelector(b)
-	feed(b, sel, Budget, Standby, 4)
-	var sink Side
+	feed(b, sel, contract.ServiceBudget, contract.Standby, 4)
+	var sink contract.Side
 	b.Run("Selector.Active", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			sink ^= sel.Active(Service(1 + i%NumServices))
+			sink ^= sel.Active(contract.Service(1 + i%contract.NumServices))
 		}
 	})
 	b.Run("Selector.ActiveByName", func(b *testing.B) {
@@ -41,24 +41,24 @@ func BenchmarkActive(b *testing.B) {
 	b.Run("Selector.Active/parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
-			var s Side
+			var s contract.Side
 			for i := 0; pb.Next(); i++ {
-				s ^= sel.Active(Service(1 + i%NumServices))
+				s ^= sel.Active(contract.Service(1 + i%contract.NumServices))
 			}
 			_ = s
 		})
 	})
 	b.Run("baseline/atomic.Pointer.Load", func(b *testing.B) {
 		b.ReportAllocs()
-		var p atomic.Pointer[[4]Side]
-		p.Store(&[4]Side{Primary, Standby, Primary, Primary})
+		var p atomic.Pointer[[4]contract.Side]
+		p.Store(&[4]contract.Side{contract.Primary, contract.Standby, contract.Primary, contract.Primary})
 		for i := 0; b.Loop(); i++ {
-			sink ^= p.Load()[1+i%NumServices]
+			sink ^= p.Load()[1+i%contract.NumServices]
 		}
 	})
 	b.Run("baseline/map[string]Side", func(b *testing.B) {
 		b.ReportAllocs()
-		m := map[string]Side{"budget": Standby, "pacer": Primary, "bidder": Primary}
+		m := map[string]contract.Side{"budget": contract.Standby, "pacer": contract.Primary, "bidder": contract.Primary}
 		names := []string{"budget", "pacer", "bidder"}
 		for i := 0; b.Loop(); i++ {
 			sink ^= m[names[i%3]]
@@ -69,11 +69,11 @@ func BenchmarkActive(b *testing.B) {
 
 // Tags: encode and parse, against strconv on the same three epochs.
 func BenchmarkTag(b *testing.B) {
-	tag := Tag{}.WithSide(Budget, Standby, 1234).WithSide(Pacer, Primary, 98).WithSide(Bidder, Primary, 7)
+	tag := Tag{}.WithSide(contract.ServiceBudget, contract.Standby, 1234).WithSide(contract.ServicePacer, contract.Primary, 98).WithSide(contract.ServiceBidder, contract.Primary, 7)
 	enc := tag.String()
 	buf := make([]byte, 0, maxTagLen)
 	sel, _ := offlineSelector(b)
-	feed(b, sel, Budget, Standby, 1234)
+	feed(b, sel, contract.ServiceBudget, contract.Standby, 1234)
 	b.Run("encode/Tag.AppendTo", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -169,14 +169,14 @@ func loadBench(b *testing.B) {
 			v.keys.intern([]byte(id)) // the consumer interns the record key bytes
 		}
 		h1 := heapInUse()
-		for _, side := range []Side{Primary, Standby} {
+		for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 			for n, id := range benchIDs {
 				i, _ := v.keys.lookup(id)
 				v.sides[side].tab.update(i, set(n))
 			}
 		}
 		h2 := heapInUse()
-		for _, side := range []Side{Primary, Standby} {
+		for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 			nv := &naiveView{m: map[string]entry{}}
 			for n, id := range benchIDs {
 				nv.m[strings.Clone(id)] = set(n)(entry{}) // each side decodes its own key
@@ -201,7 +201,7 @@ func BenchmarkViewsGet1M(b *testing.B) {
 		b.ReportAllocs()
 		var n float64
 		for i := 0; b.Loop(); i++ {
-			n += v.Get(Pacer, ids[i&mask], Primary).Rate
+			n += v.Get(contract.ServicePacer, ids[i&mask], contract.Primary).Rate
 		}
 		b.ReportMetric(benchMem.perSide, "B/campaign/side")
 		b.ReportMetric(benchMem.index, "B/campaign-index")
@@ -211,14 +211,14 @@ func BenchmarkViewsGet1M(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			var n float64
 			for i := rand.IntN(len(ids)); pb.Next(); i++ {
-				n += v.Get(Bidder, ids[i&mask], Standby).Multiplier
+				n += v.Get(contract.ServiceBidder, ids[i&mask], contract.Standby).Multiplier
 			}
 			_ = n
 		})
 	})
 	b.Run("baseline/map-per-side", func(b *testing.B) {
 		b.ReportAllocs()
-		nv := benchNaive[Primary]
+		nv := benchNaive[contract.Primary]
 		var n float64
 		for i := 0; b.Loop(); i++ {
 			nv.mu.RLock()
@@ -236,7 +236,7 @@ func BenchmarkViewsGet1M(b *testing.B) {
 // holding all three values (so no fallbacks).
 func BenchmarkRetrieve1M(b *testing.B) {
 	loadBench(b)
-	r, err := NewRetriever(benchViews, staticSource{newDefaultSnapshot(Primary)})
+	r, err := NewRetriever(benchViews, staticSource{newDefaultSnapshot(contract.Primary)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -261,10 +261,10 @@ func BenchmarkRetrieve1M(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			var n float64
 			for _, id := range cands[i%len(cands)] {
-				if benchViews.Get(Budget, id, t.Side(Budget)).Status.Capped() {
+				if benchViews.Get(contract.ServiceBudget, id, t.Side(contract.ServiceBudget)).Status.Capped() {
 					continue
 				}
-				n += benchViews.Get(Pacer, id, t.Side(Pacer)).Rate + benchViews.Get(Bidder, id, t.Side(Bidder)).Multiplier
+				n += benchViews.Get(contract.ServicePacer, id, t.Side(contract.ServicePacer)).Rate + benchViews.Get(contract.ServiceBidder, id, t.Side(contract.ServiceBidder)).Multiplier
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/candidate")
@@ -283,7 +283,7 @@ func BenchmarkViewApply(b *testing.B) {
 	b.Run("decode+store", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			if r := v.sides[Primary].apply(Pacer, keys[i%len(keys)], recs[i%len(recs)]); r != "" {
+			if r := v.sides[contract.Primary].apply(contract.ServicePacer, keys[i%len(keys)], recs[i%len(recs)]); r != "" {
 				b.Fatal(r)
 			}
 		}
@@ -303,18 +303,18 @@ func BenchmarkViewApply(b *testing.B) {
 func BenchmarkWatchPropagation(b *testing.B) {
 	addr, root := zktest.Addr(b), testRoot(b)
 	w := newZKWriter(b, addr, root)
-	w.set(Budget, Primary, 1)
-	path := w.paths.Selection("budget")
+	w.set(contract.ServiceBudget, contract.Primary, 1)
+	path := w.paths.Selection(contract.ServiceBudget)
 
 	b.Run("selector", func(b *testing.B) {
 		// Logs discarded: each iteration is a switch, logged at WARN.
-		sel, _ := newTestSelector(b, addr, root, WithServices(Budget), WithLogger(slog.New(slog.DiscardHandler)))
+		sel, _ := newTestSelector(b, addr, root, WithServices(contract.ServiceBudget), WithLogger(slog.New(slog.DiscardHandler)))
 		waitUntil(b, &sel.changes, 10*time.Second, "the selection is read", sel.Ready)
-		epoch, _ := sel.Snapshot().Epoch(Budget)
+		epoch, _ := sel.Snapshot().Epoch(contract.ServiceBudget)
 		var lat []time.Duration
 		for b.Loop() {
 			epoch++
-			data, _ := contract.Encode(selection(Budget, Side(1+epoch%2), epoch))
+			data, _ := contract.Encode(selection(contract.ServiceBudget, contract.Side(1+epoch%2), epoch))
 			snap := sel.Snapshot()
 			start := time.Now()
 			if _, err := w.conn.Set(path, data, -1); err != nil {

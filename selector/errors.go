@@ -3,11 +3,6 @@ package selector
 import "errors"
 
 var (
-	// ErrUnknownSide is returned by ParseSide for a name that is not a side.
-	ErrUnknownSide = errors.New("selector: unknown side")
-	// ErrUnknownService is returned by ParseService for a name that is not a
-	// service the read side selects for.
-	ErrUnknownService = errors.New("selector: unknown service")
 	// ErrBadTag is returned by ParseTag for a value that is not a tag of this
 	// version. A retriever answers such a request from its own snapshot.
 	ErrBadTag = errors.New("selector: bad selection tag")

@@ -48,20 +48,20 @@ func newZKWriter(t testing.TB, addr, root string) *zkWriter {
 }
 
 // selection is the document the monitor would write.
-func selection(svc Service, side Side, epoch int64) contract.Selection {
+func selection(svc contract.Service, side contract.Side, epoch int64) contract.Selection {
 	now := time.Now().UTC()
 	return contract.Selection{
-		V: contract.ZNodeVersion, Service: svc.String(), Active: side.String(), Preferred: "primary",
+		V: contract.ZNodeVersion, Service: svc, Active: side, Preferred: contract.Primary,
 		Epoch: epoch, DecidedAt: now, Reason: fmt.Sprintf("test sets %s", side),
-		Sides: map[string]contract.SideState{
-			"primary": {Healthy: side == Primary, HealthySince: &now},
-			"standby": {Healthy: true, HealthySince: &now},
+		Sides: map[contract.Side]contract.SideState{
+			contract.Primary: {Healthy: side == contract.Primary, HealthySince: &now},
+			contract.Standby: {Healthy: true, HealthySince: &now},
 		},
 	}
 }
 
 // set writes a selection of svc.
-func (w *zkWriter) set(svc Service, side Side, epoch int64) {
+func (w *zkWriter) set(svc contract.Service, side contract.Side, epoch int64) {
 	w.t.Helper()
 	b, err := contract.Encode(selection(svc, side, epoch))
 	if err != nil {
@@ -71,9 +71,9 @@ func (w *zkWriter) set(svc Service, side Side, epoch int64) {
 }
 
 // setRaw writes data to svc's selection znode, creating it when missing.
-func (w *zkWriter) setRaw(svc Service, data []byte) {
+func (w *zkWriter) setRaw(svc contract.Service, data []byte) {
 	w.t.Helper()
-	p := w.paths.Selection(svc.String())
+	p := w.paths.Selection(svc)
 	_, err := w.conn.Set(p, data, -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		_, err = w.conn.Create(p, data, 0, zkutil.OpenACL())
@@ -83,9 +83,9 @@ func (w *zkWriter) setRaw(svc Service, data []byte) {
 	}
 }
 
-func (w *zkWriter) remove(svc Service) {
+func (w *zkWriter) remove(svc contract.Service) {
 	w.t.Helper()
-	if err := w.conn.Delete(w.paths.Selection(svc.String()), -1); err != nil {
+	if err := w.conn.Delete(w.paths.Selection(svc), -1); err != nil {
 		w.t.Fatal(err)
 	}
 }

@@ -55,7 +55,7 @@ func (v verdict) fresh() bool { return v == verdictApply || v == verdictSame }
 // judge decides what read r of svc's znode means, given what was known
 // before. On verdictApply it returns the decoded selection and its side; on
 // verdictRejected the reason it is not valid.
-func judge(st znodeState, svc Service, r read) (znodeState, verdict, *contract.Selection, Side, error) {
+func judge(st znodeState, svc contract.Service, r read) (znodeState, verdict, *contract.Selection, contract.Side, error) {
 	if !r.exists {
 		wasThere := !st.missing && (st.applied != 0 || st.rejected != 0)
 		st.missing = true
@@ -81,19 +81,15 @@ func judge(st znodeState, svc Service, r read) (znodeState, verdict, *contract.S
 }
 
 // decodeFor decodes a selection and checks that it is svc's.
-func decodeFor(svc Service, b []byte) (*contract.Selection, Side, error) {
+func decodeFor(svc contract.Service, b []byte) (*contract.Selection, contract.Side, error) {
 	doc, err := contract.DecodeSelection(b)
 	if err != nil {
 		return nil, 0, err
 	}
-	if doc.Service != "" && doc.Service != svc.String() {
+	if doc.Service != 0 && doc.Service != svc {
 		return nil, 0, fmt.Errorf("%w: service=%q in the znode of %s", contract.ErrInvalidDocument, doc.Service, svc)
 	}
-	side, err := ParseSide(doc.Active)
-	if err != nil {
-		return nil, 0, err
-	}
-	return &doc, side, nil
+	return &doc, doc.Active, nil
 }
 
 // rejectReason is the reason label of a read that was not applied.

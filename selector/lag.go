@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 )
 
@@ -48,7 +49,7 @@ type lagTracker struct {
 	changes    *changes.Feed // told about every consumed fetch and measurement
 	mu         sync.Mutex
 	started    time.Time
-	topics     [NumServices + 1]*topicLag
+	topics     [contract.NumServices + 1]*topicLag
 	measuredAt time.Time // last successful measurement of end offsets
 	err        string    // error of the last failed request, cleared by a success
 }
@@ -68,9 +69,9 @@ type partLag struct {
 	reached          bool // next has reached an end offset at least once
 }
 
-func newLagTracker(topics [NumServices + 1]string, now time.Time, changes *changes.Feed) *lagTracker {
+func newLagTracker(topics [contract.NumServices + 1]string, now time.Time, changes *changes.Feed) *lagTracker {
 	l := &lagTracker{started: now, changes: changes}
-	for _, svc := range Services() {
+	for _, svc := range contract.Services() {
 		l.topics[svc] = &topicLag{name: topics[svc], parts: map[int32]*partLag{}}
 	}
 	return l
@@ -87,7 +88,7 @@ func (t *topicLag) part(p int32) *partLag {
 
 // consumed records that partition p of svc's topic was applied up to next,
 // with the high watermark the fetch reported.
-func (l *lagTracker) consumed(svc Service, p int32, next, hwm int64, n int, last, now time.Time) {
+func (l *lagTracker) consumed(svc contract.Service, p int32, next, hwm int64, n int, last, now time.Time) {
 	defer l.changes.Notify()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -103,12 +104,12 @@ func (l *lagTracker) consumed(svc Service, p int32, next, hwm int64, n int, last
 }
 
 // measured records a measurement of the start and end offsets.
-func (l *lagTracker) measured(serviceOf func(string) Service, starts, ends kadm.ListedOffsets, now time.Time) {
+func (l *lagTracker) measured(serviceOf func(string) contract.Service, starts, ends kadm.ListedOffsets, now time.Time) {
 	defer l.changes.Notify()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.measuredAt, l.err = now, ""
-	for _, svc := range Services() {
+	for _, svc := range contract.Services() {
 		l.topics[svc].err = ""
 	}
 	ends.Each(func(o kadm.ListedOffset) {
@@ -127,7 +128,7 @@ func (l *lagTracker) measured(serviceOf func(string) Service, starts, ends kadm.
 		}
 		pl.reached = pl.reached || max(pl.next, pl.start) >= pl.end
 	})
-	for _, svc := range Services() {
+	for _, svc := range contract.Services() {
 		l.topics[svc].check(now)
 	}
 }
@@ -164,11 +165,11 @@ func (t *topicLag) check(now time.Time) {
 }
 
 // report returns the lag of each topic of the side.
-func (l *lagTracker) report(side Side, now time.Time) []ViewLag {
+func (l *lagTracker) report(side contract.Side, now time.Time) []ViewLag {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]ViewLag, 0, NumServices)
-	for _, svc := range Services() {
+	out := make([]ViewLag, 0, contract.NumServices)
+	for _, svc := range contract.Services() {
 		t := l.topics[svc]
 		vl := ViewLag{
 			Side: side.String(), Service: svc.String(), Topic: t.name,

@@ -20,7 +20,7 @@ type metrics struct {
 
 // newMetrics registers the Selector's metrics; age(svc) is evaluated at
 // every scrape.
-func newMetrics(reg prometheus.Registerer, services []Service, age func(Service) float64) *metrics {
+func newMetrics(reg prometheus.Registerer, services []contract.Service, age func(contract.Service) float64) *metrics {
 	f := promauto.With(reg)
 	m := &metrics{
 		connected: f.NewGauge(prometheus.GaugeOpts{
@@ -72,9 +72,9 @@ func newMetrics(reg prometheus.Registerer, services []Service, age func(Service)
 }
 
 // setSide updates the per-service gauges for a snapshot entry.
-func (m *metrics) setSide(svc Service, side Side, epoch int64, isDefault bool) {
+func (m *metrics) setSide(svc contract.Service, side contract.Side, epoch int64, isDefault bool) {
 	name := svc.String()
-	for _, s := range []Side{Primary, Standby} {
+	for _, s := range []contract.Side{contract.Primary, contract.Standby} {
 		v := 0.0
 		if s == side {
 			v = 1
@@ -91,9 +91,9 @@ func (m *metrics) setSide(svc Service, side Side, epoch int64, isDefault bool) {
 
 // viewsMetrics are the metrics of Views.
 type viewsMetrics struct {
-	fallbacks   [NumServices + 1][3]prometheus.Counter // [service][wanted side]
-	misses      [NumServices + 1]prometheus.Counter
-	records     [3][NumServices + 1]prometheus.Counter // [side][service]
+	fallbacks   [contract.NumServices + 1][3]prometheus.Counter // [service][wanted side]
+	misses      [contract.NumServices + 1]prometheus.Counter
+	records     [3][contract.NumServices + 1]prometheus.Counter // [side][service]
 	fetchErrors [3]prometheus.Counter
 	badRecords  *prometheus.CounterVec
 }
@@ -123,7 +123,7 @@ func newViewsMetrics(reg prometheus.Registerer, v *Views) *viewsMetrics {
 		}, []string{"side", "topic", "reason"}),
 	}
 	reg.MustRegister(newLagCollector(v))
-	for _, side := range []Side{Primary, Standby} {
+	for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 		m.fetchErrors[side] = fetchErrors.WithLabelValues(side.String())
 		f.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "hotpair_view_end_offsets_age_seconds",
@@ -131,11 +131,11 @@ func newViewsMetrics(reg prometheus.Registerer, v *Views) *viewsMetrics {
 			ConstLabels: prometheus.Labels{"side": side.String()},
 		}, func() float64 { return v.sides[side].lag.measuredAge(v.cfg.now()).Seconds() })
 	}
-	for _, svc := range Services() {
+	for _, svc := range contract.Services() {
 		m.misses[svc] = misses.WithLabelValues(svc.String())
-		for _, side := range []Side{Primary, Standby} {
+		for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 			m.fallbacks[svc][side] = fallbacks.WithLabelValues(svc.String(), side.String())
-			m.records[side][svc] = records.WithLabelValues(side.String(), contract.TopicsWithPrefix(v.cfg.prefix).Output(svc.String()))
+			m.records[side][svc] = records.WithLabelValues(side.String(), contract.TopicsWithPrefix(v.cfg.prefix).Output(svc.Stage()))
 		}
 	}
 	f.NewGaugeFunc(prometheus.GaugeOpts{

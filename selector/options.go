@@ -64,8 +64,8 @@ type cfg struct {
 	common
 	servers        []string
 	root           string
-	services       []Service
-	defaultSide    Side
+	services       []contract.Service
+	defaultSide    contract.Side
 	sessionTimeout time.Duration
 	auth           *contract.Credentials
 	retryMin       time.Duration
@@ -76,8 +76,8 @@ func defaultCfg() cfg {
 	return cfg{
 		common:         defaultCommon(),
 		root:           contract.DefaultRoot,
-		services:       Services(),
-		defaultSide:    Primary,
+		services:       contract.Services(),
+		defaultSide:    contract.Primary,
 		sessionTimeout: 10 * time.Second,
 		retryMin:       100 * time.Millisecond,
 		retryMax:       5 * time.Second,
@@ -93,13 +93,13 @@ func WithRoot(root string) Option { return selectorOpt(func(c *cfg) { c.root = r
 
 // WithServices sets the services to watch. Default: budget, pacer, bidder.
 // A service that is not watched always answers the default side.
-func WithServices(svcs ...Service) Option {
-	return selectorOpt(func(c *cfg) { c.services = append([]Service(nil), svcs...) })
+func WithServices(svcs ...contract.Service) Option {
+	return selectorOpt(func(c *cfg) { c.services = append([]contract.Service(nil), svcs...) })
 }
 
 // WithDefaultSide sets the side answered before a service's selection has
 // been read from ZooKeeper. Default Primary (the preferred side).
-func WithDefaultSide(s Side) Option { return selectorOpt(func(c *cfg) { c.defaultSide = s }) }
+func WithDefaultSide(s contract.Side) Option { return selectorOpt(func(c *cfg) { c.defaultSide = s }) }
 
 // WithSessionTimeout sets the ZooKeeper session timeout. Default 10s.
 func WithSessionTimeout(d time.Duration) Option {
@@ -129,7 +129,7 @@ func (c *cfg) validate() error {
 	case c.retryMin <= 0 || c.retryMax < c.retryMin:
 		return fmt.Errorf("%w: WithRetryBackoff(%s, %s) needs 0 < lo <= hi", ErrInvalidOption, c.retryMin, c.retryMax)
 	}
-	seen := map[Service]bool{}
+	seen := map[contract.Service]bool{}
 	for _, s := range c.services {
 		if !s.Valid() {
 			return fmt.Errorf("%w: WithServices: %d is not a service", ErrInvalidOption, s)

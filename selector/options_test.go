@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/hotpair/hotpair/contract"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -15,8 +17,8 @@ func TestNewValidates(t *testing.T) {
 		"no servers":            {nil, nil},
 		"unset default side":    {[]string{"x:1"}, []Option{WithDefaultSide(0)}},
 		"no services":           {[]string{"x:1"}, []Option{WithServices()}},
-		"unknown service":       {[]string{"x:1"}, []Option{WithServices(Service(9))}},
-		"duplicate service":     {[]string{"x:1"}, []Option{WithServices(Budget, Budget)}},
+		"unknown service":       {[]string{"x:1"}, []Option{WithServices(contract.Service(9))}},
+		"duplicate service":     {[]string{"x:1"}, []Option{WithServices(contract.ServiceBudget, contract.ServiceBudget)}},
 		"short session timeout": {[]string{"x:1"}, []Option{WithSessionTimeout(10 * time.Millisecond)}},
 		"inverted backoff":      {[]string{"x:1"}, []Option{WithRetryBackoff(time.Second, time.Millisecond)}},
 	} {
@@ -29,20 +31,20 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestParseNames(t *testing.T) {
-	for _, svc := range Services() {
-		if got, err := ParseService(svc.String()); err != nil || got != svc {
+	for _, svc := range contract.Services() {
+		if got, err := contract.ParseService(svc.String()); err != nil || got != svc {
 			t.Errorf("ParseService(%s) = %v, %v", svc, got, err)
 		}
 	}
-	if _, err := ParseService("aggregator"); !errors.Is(err, ErrUnknownService) {
+	if _, err := contract.ParseService("aggregator"); !errors.Is(err, contract.ErrUnknownService) {
 		t.Errorf("ParseService(aggregator): %v; the read side does not select the aggregator", err)
 	}
-	for _, s := range []Side{Primary, Standby} {
-		if got, err := ParseSide(s.String()); err != nil || got != s || got.Other() == s {
+	for _, s := range []contract.Side{contract.Primary, contract.Standby} {
+		if got, err := contract.ParseSide(s.String()); err != nil || got != s || got.Other() == s {
 			t.Errorf("ParseSide(%s) = %v, %v", s, got, err)
 		}
 	}
-	if _, err := ParseSide("both"); !errors.Is(err, ErrUnknownSide) {
+	if _, err := contract.ParseSide("both"); !errors.Is(err, contract.ErrUnknownSide) {
 		t.Errorf("ParseSide(both): %v", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+
+	"github.com/hotpair/hotpair/contract"
 )
 
 // SnapshotSource is where a Retriever gets its own snapshot from: a Selector.
@@ -128,13 +130,13 @@ func (r *Retriever) candidate(t Tag, id string) Candidate {
 	c := Candidate{Campaign: id, Rate: r.cfg.defaultRate, Multiplier: r.cfg.defaultMultiplier}
 	i, ok := r.views.keys.lookup(id)
 	if !ok {
-		for _, svc := range Services() {
+		for _, svc := range contract.Services() {
 			r.views.m.misses[svc].Inc()
 		}
 		return c
 	}
 	entries := campaignEntries{v: r.views, i: i}
-	for _, svc := range Services() {
+	for _, svc := range contract.Services() {
 		want := t.Side(svc)
 		e, from, ok := r.views.pick(&entries, svc, want)
 		if !ok {
@@ -145,11 +147,11 @@ func (r *Retriever) candidate(t Tag, id string) Candidate {
 			c.Fallback = c.Fallback.Add(svc)
 		}
 		switch svc {
-		case Budget:
+		case contract.ServiceBudget:
 			c.Status = e.status
-		case Pacer:
+		case contract.ServicePacer:
 			c.Rate = e.rate
-		case Bidder:
+		case contract.ServiceBidder:
 			c.Multiplier = e.multiplier
 		}
 	}

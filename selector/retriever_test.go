@@ -12,7 +12,7 @@ import (
 // offlineViews returns views that are never run; tests fill them with load.
 func offlineViews(t testing.TB, opts ...ViewsOption) *Views {
 	t.Helper()
-	v, err := NewViews(append([]ViewsOption{WithCluster(Primary, "127.0.0.1:1"), WithCluster(Standby, "127.0.0.1:2")}, opts...)...)
+	v, err := NewViews(append([]ViewsOption{WithCluster(contract.Primary, "127.0.0.1:1"), WithCluster(contract.Standby, "127.0.0.1:2")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func offlineViews(t testing.TB, opts ...ViewsOption) *Views {
 }
 
 // load applies one record to side's view as its consumer would.
-func load(t testing.TB, v *Views, side Side, svc Service, campaign string, value any) {
+func load(t testing.TB, v *Views, side contract.Side, svc contract.Service, campaign string, value any) {
 	t.Helper()
 	b, err := contract.Encode(value)
 	if err != nil {
@@ -31,32 +31,32 @@ func load(t testing.TB, v *Views, side Side, svc Service, campaign string, value
 	}
 }
 
-func loadCampaign(t testing.TB, v *Views, side Side, campaign, status string, rate, mult float64) {
+func loadCampaign(t testing.TB, v *Views, side contract.Side, campaign, status string, rate, mult float64) {
 	t.Helper()
 	if status != "" {
-		load(t, v, side, Budget, campaign, contract.BudgetStatus{V: 1, Campaign: campaign, Status: status, Day: "2026-03-14", UpdatedAt: testNow})
+		load(t, v, side, contract.ServiceBudget, campaign, contract.BudgetStatus{V: 1, Campaign: campaign, Status: status, Day: "2026-03-14", UpdatedAt: testNow})
 	}
 	if rate >= 0 {
-		load(t, v, side, Pacer, campaign, contract.Pacing{V: 1, Campaign: campaign, Rate: rate, UpdatedAt: testNow})
+		load(t, v, side, contract.ServicePacer, campaign, contract.Pacing{V: 1, Campaign: campaign, Rate: rate, UpdatedAt: testNow})
 	}
 	if mult >= 0 {
-		load(t, v, side, Bidder, campaign, contract.BidMultiplier{V: 1, Campaign: campaign, Multiplier: mult, UpdatedAt: testNow})
+		load(t, v, side, contract.ServiceBidder, campaign, contract.BidMultiplier{V: 1, Campaign: campaign, Multiplier: mult, UpdatedAt: testNow})
 	}
 }
 
 func TestRetrieverFiltersCappedCampaignsAndFollowsTheTag(t *testing.T) {
 	v := offlineViews(t)
 	// primary and standby disagree, as two pipelines do when one is broken.
-	loadCampaign(t, v, Primary, "active", contract.StatusActive, 0.5, 1.5)
-	loadCampaign(t, v, Standby, "active", contract.StatusDailyCapped, 0.6, 1.6)
-	loadCampaign(t, v, Primary, "nobudget", contract.StatusNoBudget, 0.4, 1.4)
-	loadCampaign(t, v, Standby, "nobudget", contract.StatusNoBudget, 0.4, 1.4)
-	loadCampaign(t, v, Primary, "daily", contract.StatusDailyCapped, 0, 1)
-	loadCampaign(t, v, Standby, "daily", contract.StatusDailyCapped, 0, 1)
-	loadCampaign(t, v, Primary, "lifetime", contract.StatusLifetimeCapped, 0, 1)
-	loadCampaign(t, v, Standby, "lifetime", contract.StatusActive, 1, 1)
-	loadCampaign(t, v, Standby, "standbyonly", contract.StatusActive, 0.2, 2.5)
-	loadCampaign(t, v, Primary, "nostatus", "", 0.9, -1) // pacing only
+	loadCampaign(t, v, contract.Primary, "active", contract.StatusActive, 0.5, 1.5)
+	loadCampaign(t, v, contract.Standby, "active", contract.StatusDailyCapped, 0.6, 1.6)
+	loadCampaign(t, v, contract.Primary, "nobudget", contract.StatusNoBudget, 0.4, 1.4)
+	loadCampaign(t, v, contract.Standby, "nobudget", contract.StatusNoBudget, 0.4, 1.4)
+	loadCampaign(t, v, contract.Primary, "daily", contract.StatusDailyCapped, 0, 1)
+	loadCampaign(t, v, contract.Standby, "daily", contract.StatusDailyCapped, 0, 1)
+	loadCampaign(t, v, contract.Primary, "lifetime", contract.StatusLifetimeCapped, 0, 1)
+	loadCampaign(t, v, contract.Standby, "lifetime", contract.StatusActive, 1, 1)
+	loadCampaign(t, v, contract.Standby, "standbyonly", contract.StatusActive, 0.2, 2.5)
+	loadCampaign(t, v, contract.Primary, "nostatus", "", 0.9, -1) // pacing only
 
 	cases := []struct {
 		name      string
@@ -72,7 +72,7 @@ func TestRetrieverFiltersCappedCampaignsAndFollowsTheTag(t *testing.T) {
 		{"bad tag: own snapshot (standby budget)", "garbage", []string{"nobudget", "lifetime", "standbyonly", "nostatus"}, []string{"active", "daily"}, true, 2},
 		{"no tag: own snapshot", "", []string{"nobudget", "lifetime", "standbyonly", "nostatus"}, []string{"active", "daily"}, true, 2},
 	}
-	own := staticSource{newDefaultSnapshot(Primary).with(Budget, Standby, &selectionDoc, testNow)}
+	own := staticSource{newDefaultSnapshot(contract.Primary).with(contract.ServiceBudget, contract.Standby, &selectionDoc, testNow)}
 	reg := prometheus.NewRegistry()
 	r, err := NewRetriever(v, own, WithRegisterer(reg), WithDefaultMultiplier(0.8))
 	if err != nil {
@@ -98,8 +98,8 @@ func TestRetrieverFiltersCappedCampaignsAndFollowsTheTag(t *testing.T) {
 	want := []Candidate{
 		{Campaign: "active", Status: StateActive, Rate: 0.6, Multiplier: 1.5, Found: allServices},
 		{Campaign: "standbyonly", Status: StateActive, Rate: 0.2, Multiplier: 2.5, Found: allServices,
-			Fallback: ServiceSet(0).Add(Budget).Add(Bidder)},
-		{Campaign: "nostatus", Rate: 0.9, Multiplier: 0.8, Found: ServiceSet(0).Add(Pacer), Fallback: ServiceSet(0).Add(Pacer)},
+			Fallback: ServiceSet(0).Add(contract.ServiceBudget).Add(contract.ServiceBidder)},
+		{Campaign: "nostatus", Rate: 0.9, Multiplier: 0.8, Found: ServiceSet(0).Add(contract.ServicePacer), Fallback: ServiceSet(0).Add(contract.ServicePacer)},
 		{Campaign: "unknown", Rate: 1, Multiplier: 0.8},
 	}
 	if !slices.Equal(res.Serve, want) {
@@ -116,9 +116,9 @@ func TestRetrieverFiltersCappedCampaignsAndFollowsTheTag(t *testing.T) {
 	}
 }
 
-var allServices = ServiceSet(0).Add(Budget).Add(Pacer).Add(Bidder)
+var allServices = ServiceSet(0).Add(contract.ServiceBudget).Add(contract.ServicePacer).Add(contract.ServiceBidder)
 
-var selectionDoc = selection(Budget, Standby, 9)
+var selectionDoc = selection(contract.ServiceBudget, contract.Standby, 9)
 
 func ids(cs []Candidate) []string {
 	var out []string
@@ -130,7 +130,7 @@ func ids(cs []Candidate) []string {
 
 func TestNewRetrieverValidates(t *testing.T) {
 	v := offlineViews(t)
-	own := staticSource{newDefaultSnapshot(Primary)}
+	own := staticSource{newDefaultSnapshot(contract.Primary)}
 	for name, opts := range map[string][]RetrieverOption{
 		"rate above 1":        {WithDefaultRate(1.5)},
 		"negative multiplier": {WithDefaultMultiplier(-1)},
@@ -150,14 +150,14 @@ func TestViewsConcurrentReadersSeeWholeEntries(t *testing.T) {
 	v := offlineViews(t)
 	const n = 3000
 	var wg sync.WaitGroup
-	for _, side := range []Side{Primary, Standby} {
+	for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 		wg.Go(func() {
 			for i := range n {
 				id := campaignID(i % 500)
 				r := float64(i%2) * 0.5
 				v.sides[side].tab.update(v.keys.intern([]byte(id)), func(e entry) entry {
 					e.rate, e.multiplier = r, 2*r
-					e.has = e.has.Add(Pacer).Add(Bidder)
+					e.has = e.has.Add(contract.ServicePacer).Add(contract.ServiceBidder)
 					return e
 				})
 			}
@@ -172,7 +172,7 @@ func TestViewsConcurrentReadersSeeWholeEntries(t *testing.T) {
 				if !ok {
 					continue
 				}
-				if e, ok := v.sides[Standby].tab.get(i); ok && e.multiplier != 2*e.rate {
+				if e, ok := v.sides[contract.Standby].tab.get(i); ok && e.multiplier != 2*e.rate {
 					select {
 					case bad <- id:
 					default:
@@ -195,10 +195,10 @@ func TestViewsConcurrentReadersSeeWholeEntries(t *testing.T) {
 func campaignID(i int) string { return "campaign-" + itoa(i) }
 
 func TestNewViewsValidates(t *testing.T) {
-	if _, err := NewViews(WithCluster(Primary, "x:1")); err == nil {
+	if _, err := NewViews(WithCluster(contract.Primary, "x:1")); err == nil {
 		t.Error("views without a standby cluster: no error")
 	}
-	if _, err := NewViews(WithCluster(Primary, "x:1"), WithCluster(Standby, "y:1"), WithLagInterval(0)); err == nil {
+	if _, err := NewViews(WithCluster(contract.Primary, "x:1"), WithCluster(contract.Standby, "y:1"), WithLagInterval(0)); err == nil {
 		t.Error("zero lag interval: no error")
 	}
 }

@@ -37,8 +37,8 @@ type Selector struct {
 	changes changes.Feed // every read applied and every session event
 
 	mu      sync.Mutex // guards below, and every store to snap
-	watched [NumServices + 1]bool
-	state   [NumServices + 1]watchState
+	watched [contract.NumServices + 1]bool
+	state   [contract.NumServices + 1]watchState
 	up      bool          // the session is established
 	upFlip  chan struct{} // closed and replaced whenever up flips
 	closing bool          // Run is ending: losing the session is expected
@@ -83,7 +83,7 @@ func New(servers []string, opts ...Option) (*Selector, error) {
 		s.watched[svc] = true
 		s.state[svc].staleSince = s.started
 	}
-	s.m = newMetrics(c.reg, c.services, func(svc Service) float64 { return s.age(svc, c.now()).Seconds() })
+	s.m = newMetrics(c.reg, c.services, func(svc contract.Service) float64 { return s.age(svc, c.now()).Seconds() })
 	for _, svc := range c.services {
 		s.m.setSide(svc, c.defaultSide, -1, true)
 	}
@@ -92,12 +92,12 @@ func New(servers []string, opts ...Option) (*Selector, error) {
 
 // Active returns the side to read svc from. It never blocks and does not
 // allocate; an unset or unwatched service answers the default side.
-func (s *Selector) Active(svc Service) Side { return s.snap.Load().Active(svc) }
+func (s *Selector) Active(svc contract.Service) contract.Side { return s.snap.Load().Active(svc) }
 
 // ActiveByName is Active for a service name ("budget", "pacer", "bidder");
 // an unknown name answers the default side.
-func (s *Selector) ActiveByName(service string) Side {
-	return s.snap.Load().Active(serviceByName(service))
+func (s *Selector) ActiveByName(service string) contract.Side {
+	return s.snap.Load().Active(contract.ServiceByName(service))
 }
 
 // Snapshot returns the current snapshot.
@@ -221,8 +221,8 @@ func (s *Selector) session() (up bool, flip <-chan struct{}) {
 // watch keeps svc's entry of the snapshot current: while the session is up
 // it reads the znode and sets a watch, and reads again when the watch fires
 // or the session goes away and comes back.
-func (s *Selector) watch(ctx context.Context, conn zkReader, svc Service) {
-	path := s.paths.Selection(svc.String())
+func (s *Selector) watch(ctx context.Context, conn zkReader, svc contract.Service) {
+	path := s.paths.Selection(svc)
 	delay := s.cfg.retryMin
 	for ctx.Err() == nil {
 		up, flip := s.session()
@@ -259,7 +259,7 @@ func (s *Selector) watch(ctx context.Context, conn zkReader, svc Service) {
 var closedEvents = func() chan zk.Event { c := make(chan zk.Event); close(c); return c }()
 
 // readAndApply reads svc's znode with a watch and applies what it read.
-func (s *Selector) readAndApply(conn zkReader, svc Service, path string) (<-chan zk.Event, error) {
+func (s *Selector) readAndApply(conn zkReader, svc contract.Service, path string) (<-chan zk.Event, error) {
 	data, stat, events, err := conn.GetW(path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -280,7 +280,7 @@ func (s *Selector) readAndApply(conn zkReader, svc Service, path string) (<-chan
 }
 
 // apply carries out judge's verdict on one read.
-func (s *Selector) apply(svc Service, r read, now time.Time) {
+func (s *Selector) apply(svc contract.Service, r read, now time.Time) {
 	defer s.changes.Notify()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -309,7 +309,7 @@ func (s *Selector) apply(svc Service, r read, now time.Time) {
 }
 
 // install puts a new selection of svc into the snapshot (s.mu held).
-func (s *Selector) install(svc Service, side Side, doc *contract.Selection, now time.Time) {
+func (s *Selector) install(svc contract.Service, side contract.Side, doc *contract.Selection, now time.Time) {
 	old := s.snap.Load()
 	n := old.with(svc, side, doc, now)
 	s.snap.Store(n)
@@ -332,13 +332,13 @@ func (s *Selector) install(svc Service, side Side, doc *contract.Selection, now 
 }
 
 // age is how long svc's snapshot has not been known to match ZooKeeper.
-func (s *Selector) age(svc Service, now time.Time) time.Duration {
+func (s *Selector) age(svc contract.Service, now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ageLocked(svc, now)
 }
 
-func (s *Selector) ageLocked(svc Service, now time.Time) time.Duration {
+func (s *Selector) ageLocked(svc contract.Service, now time.Time) time.Duration {
 	st := s.state[svc]
 	if st.fresh {
 		return 0
@@ -378,7 +378,7 @@ func (s *Selector) Status(now time.Time) (Status, *Snapshot) {
 	defer s.mu.Unlock()
 	snap := s.snap.Load()
 	st := Status{Tag: snap.encTag, ZKConnected: s.up}
-	for _, svc := range Services() {
+	for _, svc := range contract.Services() {
 		ss := ServiceStatus{
 			Service: svc.String(), Active: snap.Active(svc).String(), Default: snap.IsDefault(svc),
 			Watched: s.watched[svc], Selection: snap.Selection(svc),

@@ -27,11 +27,11 @@ func TestDefaultBeforeFirstRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := newManualClock()
-	sel, reg := newTestSelector(t, "127.0.0.1:"+itoa(port), "/hotpair", WithDefaultSide(Standby), withClock(clock.Now))
+	sel, reg := newTestSelector(t, "127.0.0.1:"+itoa(port), "/hotpair", WithDefaultSide(contract.Standby), withClock(clock.Now))
 	clock.advance(300 * time.Millisecond)
 	snap := sel.Snapshot()
-	for _, svc := range Services() {
-		if got := sel.Active(svc); got != Standby {
+	for _, svc := range contract.Services() {
+		if got := sel.Active(svc); got != contract.Standby {
 			t.Errorf("Active(%s) = %s before any read, want the default standby", svc, got)
 		}
 		if !snap.IsDefault(svc) {
@@ -53,7 +53,7 @@ func TestDefaultBeforeFirstRead(t *testing.T) {
 	if got := snap.TagString(); got != "1.s.s.s" {
 		t.Errorf("tag = %q, want 1.s.s.s (standby by default everywhere)", got)
 	}
-	if got := sel.ActiveByName("no-such-service"); got != Standby {
+	if got := sel.ActiveByName("no-such-service"); got != contract.Standby {
 		t.Errorf("ActiveByName(unknown) = %s, want the default", got)
 	}
 }
@@ -61,35 +61,35 @@ func TestDefaultBeforeFirstRead(t *testing.T) {
 func TestWatcherFollowsTheMonitorsWrites(t *testing.T) {
 	addr, root := zktest.Addr(t), testRoot(t)
 	w := newZKWriter(t, addr, root)
-	w.set(Budget, Standby, 4)
-	w.set(Pacer, Primary, 2)
+	w.set(contract.ServiceBudget, contract.Standby, 4)
+	w.set(contract.ServicePacer, contract.Primary, 2)
 	// bidder has no selection yet: it stays on the default side.
 
 	sel, reg := newTestSelector(t, addr, root)
 	waitUntil(t, &sel.changes, 10*time.Second, "budget and pacer are read", func() bool {
 		s := sel.Snapshot()
-		return !s.IsDefault(Budget) && !s.IsDefault(Pacer)
+		return !s.IsDefault(contract.ServiceBudget) && !s.IsDefault(contract.ServicePacer)
 	})
 	snap := sel.Snapshot()
-	if sel.Active(Budget) != Standby || sel.Active(Pacer) != Primary || sel.Active(Bidder) != Primary {
-		t.Fatalf("sides = %s/%s/%s, want standby/primary/primary(default)", sel.Active(Budget), sel.Active(Pacer), sel.Active(Bidder))
+	if sel.Active(contract.ServiceBudget) != contract.Standby || sel.Active(contract.ServicePacer) != contract.Primary || sel.Active(contract.ServiceBidder) != contract.Primary {
+		t.Fatalf("sides = %s/%s/%s, want standby/primary/primary(default)", sel.Active(contract.ServiceBudget), sel.Active(contract.ServicePacer), sel.Active(contract.ServiceBidder))
 	}
-	if !snap.IsDefault(Bidder) || sel.Ready() {
+	if !snap.IsDefault(contract.ServiceBidder) || sel.Ready() {
 		t.Fatal("bidder has no znode: it must answer the default and the selector must not be ready")
 	}
 	if got := snap.TagString(); got != "1.s4.p2.p" {
 		t.Fatalf("tag = %q, want 1.s4.p2.p", got)
 	}
-	if doc := snap.Selection(Budget); doc == nil || doc.Reason != "test sets standby" {
+	if doc := snap.Selection(contract.ServiceBudget); doc == nil || doc.Reason != "test sets standby" {
 		t.Fatalf("the budget document is not kept: %+v", doc)
 	}
 
 	// The monitor switches budget back to primary and decides bidder.
-	w.set(Budget, Primary, 5)
+	w.set(contract.ServiceBudget, contract.Primary, 5)
 	waitChange(t, snap, 5*time.Second)
-	w.set(Bidder, Standby, 1)
-	waitUntil(t, &sel.changes, 5*time.Second, "bidder is read", func() bool { return sel.Active(Bidder) == Standby })
-	if got := sel.Active(Budget); got != Primary {
+	w.set(contract.ServiceBidder, contract.Standby, 1)
+	waitUntil(t, &sel.changes, 5*time.Second, "bidder is read", func() bool { return sel.Active(contract.ServiceBidder) == contract.Standby })
+	if got := sel.Active(contract.ServiceBudget); got != contract.Primary {
 		t.Fatalf("Active(budget) = %s after the switch, want primary", got)
 	}
 	if !sel.Ready() {
@@ -121,10 +121,10 @@ func TestWatcherFollowsTheMonitorsWrites(t *testing.T) {
 func TestWatcherIgnoresMalformedAndDeletedZnodes(t *testing.T) {
 	addr, root := zktest.Addr(t), testRoot(t)
 	w := newZKWriter(t, addr, root)
-	w.set(Pacer, Standby, 7)
+	w.set(contract.ServicePacer, contract.Standby, 7)
 	clock := newManualClock()
-	sel, reg := newTestSelector(t, addr, root, WithServices(Pacer), withClock(clock.Now))
-	waitUntil(t, &sel.changes, 10*time.Second, "pacer is read", func() bool { return sel.Active(Pacer) == Standby })
+	sel, reg := newTestSelector(t, addr, root, WithServices(contract.ServicePacer), withClock(clock.Now))
+	waitUntil(t, &sel.changes, 10*time.Second, "pacer is read", func() bool { return sel.Active(contract.ServicePacer) == contract.Standby })
 
 	rejected := func(reason string) float64 {
 		return metricValue(t, reg, "hotpair_selector_znode_rejected_total", "service", "pacer", "reason", reason)
@@ -135,12 +135,12 @@ func TestWatcherIgnoresMalformedAndDeletedZnodes(t *testing.T) {
 		`{"v":1,"service":"budget","active":"primary","epoch":8}`, // another service's document
 		``,
 	} {
-		w.setRaw(Pacer, []byte(bad))
+		w.setRaw(contract.ServicePacer, []byte(bad))
 		waitUntil(t, &sel.changes, 5*time.Second, "the bad write is counted", func() bool { return rejected("malformed") == float64(i+1) })
-		if got := sel.Active(Pacer); got != Standby {
+		if got := sel.Active(contract.ServicePacer); got != contract.Standby {
 			t.Fatalf("after %q: Active = %s, want the last good standby", bad, got)
 		}
-		if e, _ := sel.Snapshot().Epoch(Pacer); e != 7 {
+		if e, _ := sel.Snapshot().Epoch(contract.ServicePacer); e != 7 {
 			t.Fatalf("after %q: epoch = %d, want 7", bad, e)
 		}
 	}
@@ -149,15 +149,15 @@ func TestWatcherIgnoresMalformedAndDeletedZnodes(t *testing.T) {
 		t.Errorf("age = %v 50ms after the znode went malformed, want 0.05: the snapshot no longer matches ZooKeeper", age)
 	}
 
-	w.remove(Pacer)
+	w.remove(contract.ServicePacer)
 	waitUntil(t, &sel.changes, 5*time.Second, "the deletion is counted", func() bool { return rejected("deleted") == 1 })
-	if got := sel.Active(Pacer); got != Standby || sel.Snapshot().IsDefault(Pacer) {
-		t.Fatalf("after deletion: Active = %s (default %v), want the last good standby", got, sel.Snapshot().IsDefault(Pacer))
+	if got := sel.Active(contract.ServicePacer); got != contract.Standby || sel.Snapshot().IsDefault(contract.ServicePacer) {
+		t.Fatalf("after deletion: Active = %s (default %v), want the last good standby", got, sel.Snapshot().IsDefault(contract.ServicePacer))
 	}
 
 	// A new valid selection is followed again.
-	w.set(Pacer, Primary, 9)
-	waitUntil(t, &sel.changes, 5*time.Second, "the re-created znode is read", func() bool { return sel.Active(Pacer) == Primary })
+	w.set(contract.ServicePacer, contract.Primary, 9)
+	waitUntil(t, &sel.changes, 5*time.Second, "the re-created znode is read", func() bool { return sel.Active(contract.ServicePacer) == contract.Primary })
 	if age := metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "pacer"); age != 0 {
 		t.Errorf("age = %v after a valid read, want 0", age)
 	}
@@ -173,9 +173,9 @@ func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
 	srv := zktest.Start(t)
 	root := "/hotpair"
 	w := newZKWriter(t, srv.Addr(), root)
-	w.set(Budget, Standby, 3)
-	w.set(Pacer, Standby, 3)
-	w.set(Bidder, Primary, 1)
+	w.set(contract.ServiceBudget, contract.Standby, 3)
+	w.set(contract.ServicePacer, contract.Standby, 3)
+	w.set(contract.ServiceBidder, contract.Primary, 1)
 	clock := newManualClock()
 	sel, reg := newTestSelector(t, srv.Addr(), root, withClock(clock.Now))
 	waitUntil(t, &sel.changes, 10*time.Second, "every selection is read", sel.Ready)
@@ -192,7 +192,7 @@ func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
 				return
 			case <-time.After(time.Millisecond):
 			}
-			if sel.Active(Budget) != Standby || sel.Active(Pacer) != Standby || sel.Active(Bidder) != Primary {
+			if sel.Active(contract.ServiceBudget) != contract.Standby || sel.Active(contract.ServicePacer) != contract.Standby || sel.Active(contract.ServiceBidder) != contract.Primary {
 				wrong <- sel.Snapshot().TagString()
 				close(wrong)
 				return
@@ -231,8 +231,8 @@ func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
 	}
 	// And changes are followed again.
 	w = newZKWriter(t, srv.Addr(), root)
-	w.set(Budget, Primary, 4)
-	waitUntil(t, &sel.changes, 10*time.Second, "the change after the outage is read", func() bool { return sel.Active(Budget) == Primary })
+	w.set(contract.ServiceBudget, contract.Primary, 4)
+	waitUntil(t, &sel.changes, 10*time.Second, "the change after the outage is read", func() bool { return sel.Active(contract.ServiceBudget) == contract.Primary })
 }
 
 // TestWatchesComeBackAfterSessionExpiry partitions the selector from
@@ -242,34 +242,34 @@ func TestWatchesComeBackAfterSessionExpiry(t *testing.T) {
 	t.Parallel()
 	addr, root := zktest.Addr(t), testRoot(t)
 	w := newZKWriter(t, addr, root)
-	w.set(Budget, Primary, 1)
-	w.set(Bidder, Primary, 1)
+	w.set(contract.ServiceBudget, contract.Primary, 1)
+	w.set(contract.ServiceBidder, contract.Primary, 1)
 	proxy := startProxy(t, addr)
-	sel, reg := newTestSelector(t, proxy.Addr(), root, WithSessionTimeout(2*time.Second), WithServices(Budget, Bidder))
+	sel, reg := newTestSelector(t, proxy.Addr(), root, WithSessionTimeout(2*time.Second), WithServices(contract.ServiceBudget, contract.ServiceBidder))
 	waitUntil(t, &sel.changes, 10*time.Second, "the selections are read", sel.Ready)
 
 	proxy.Cut()
 	waitUntil(t, &sel.changes, 10*time.Second, "the session is lost", func() bool {
 		return metricValue(t, reg, "hotpair_selector_zk_connected") == 0
 	})
-	w.set(Budget, Standby, 2) // made while the selector cannot see it
+	w.set(contract.ServiceBudget, contract.Standby, 2) // made while the selector cannot see it
 	// Real time must pass here: only the server's clock expires the session
 	// (after the 2 s timeout), and nothing tells a partitioned client.
 	time.Sleep(5 * time.Second)
-	if got := sel.Active(Budget); got != Primary {
+	if got := sel.Active(contract.ServiceBudget); got != contract.Primary {
 		t.Fatalf("Active(budget) = %s while partitioned, want the last good primary", got)
 	}
 	proxy.Restore()
 
-	waitUntil(t, &sel.changes, 20*time.Second, "the change made meanwhile is seen", func() bool { return sel.Active(Budget) == Standby })
+	waitUntil(t, &sel.changes, 20*time.Second, "the change made meanwhile is seen", func() bool { return sel.Active(contract.ServiceBudget) == contract.Standby })
 	if n := metricValue(t, reg, "hotpair_selector_zk_session_expirations_total"); n < 1 {
 		t.Fatalf("expirations = %v: the session did not really expire, so this test proves nothing", n)
 	}
 	// The watches of the new session work: a later change arrives too.
-	w.set(Bidder, Standby, 2)
-	waitUntil(t, &sel.changes, 5*time.Second, "a change after the expiry is seen", func() bool { return sel.Active(Bidder) == Standby })
-	w.set(Budget, Primary, 3)
-	waitUntil(t, &sel.changes, 5*time.Second, "another change after the expiry is seen", func() bool { return sel.Active(Budget) == Primary })
+	w.set(contract.ServiceBidder, contract.Standby, 2)
+	waitUntil(t, &sel.changes, 5*time.Second, "a change after the expiry is seen", func() bool { return sel.Active(contract.ServiceBidder) == contract.Standby })
+	w.set(contract.ServiceBudget, contract.Primary, 3)
+	waitUntil(t, &sel.changes, 5*time.Second, "another change after the expiry is seen", func() bool { return sel.Active(contract.ServiceBudget) == contract.Primary })
 	if got := sel.Snapshot().TagString(); !strings.HasPrefix(got, "1.p3.") {
 		t.Fatalf("tag = %s", got)
 	}

@@ -30,7 +30,7 @@ func offlineSelector(t testing.TB) (*Selector, *prometheus.Registry) {
 }
 
 // feed applies a selection as if the watch of svc had read it.
-func feed(t testing.TB, sel *Selector, svc Service, side Side, epoch int64) {
+func feed(t testing.TB, sel *Selector, svc contract.Service, side contract.Side, epoch int64) {
 	t.Helper()
 	b, err := contract.Encode(selection(svc, side, epoch))
 	if err != nil {
@@ -79,9 +79,9 @@ func TestServerSelection(t *testing.T) {
 		t.Fatalf("/readyz before any read = %d, want 503", rec.Code)
 	}
 
-	feed(t, sel, Budget, Standby, 4)
-	feed(t, sel, Pacer, Primary, 2)
-	feed(t, sel, Bidder, Primary, 1)
+	feed(t, sel, contract.ServiceBudget, contract.Standby, 4)
+	feed(t, sel, contract.ServicePacer, contract.Primary, 2)
+	feed(t, sel, contract.ServiceBidder, contract.Primary, 1)
 	st = decodeStatus(t, get(h, "/v1/selection").Body)
 	b := st.Services[0]
 	if st.Tag != "1.s4.p2.p1" || b.Active != "standby" || b.Default || *b.Epoch != 4 || b.Selection == nil || b.Selection.Reason != "test sets standby" {
@@ -109,7 +109,7 @@ func TestServerSelection(t *testing.T) {
 func TestServerLongPoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sel, reg := offlineSelector(t)
-		feed(t, sel, Budget, Primary, 1)
+		feed(t, sel, contract.ServiceBudget, contract.Primary, 1)
 		h := newTestServer(t, sel, reg).Handler()
 		tag := sel.Snapshot().TagString()
 
@@ -124,7 +124,7 @@ func TestServerLongPoll(t *testing.T) {
 			t.Fatal("the long poll answered before anything changed")
 		default:
 		}
-		feed(t, sel, Budget, Standby, 2)
+		feed(t, sel, contract.ServiceBudget, contract.Standby, 2)
 		rec := <-done
 		if st := decodeStatus(t, rec.Body); st.Tag != "1.s2.p.p" || time.Since(start) != 5*time.Second {
 			t.Fatalf("long poll answered %s after %s, want the new tag after 5s", st.Tag, time.Since(start))
@@ -140,8 +140,8 @@ func TestServerLongPoll(t *testing.T) {
 		start = time.Now()
 		go func() { done <- get(h, "/v1/selection?wait=10s&tag=1.s2.p.p") }()
 		time.Sleep(time.Second)
-		b, _ := contract.Encode(selection(Budget, Standby, 2))
-		sel.apply(Budget, read{exists: true, mzxid: 999, data: b}, time.Now())
+		b, _ := contract.Encode(selection(contract.ServiceBudget, contract.Standby, 2))
+		sel.apply(contract.ServiceBudget, read{exists: true, mzxid: 999, data: b}, time.Now())
 		<-done
 		if time.Since(start) != 10*time.Second {
 			t.Fatalf("a rewrite with the same tag woke the long poll after %s", time.Since(start))
@@ -193,7 +193,7 @@ func TestServerStream(t *testing.T) {
 	if st := next(); st.Tag != "1.p.p.p" {
 		t.Fatalf("first event tag %s", st.Tag)
 	}
-	feed(t, sel, Pacer, Standby, 3)
+	feed(t, sel, contract.ServicePacer, contract.Standby, 3)
 	if st := next(); st.Tag != "1.p.s3.p" || st.Services[1].Active != "standby" {
 		t.Fatalf("event after the change: %+v", st)
 	}

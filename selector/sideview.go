@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // sideView consumes one cluster's output tables into one table.
 type sideView struct {
-	side        Side
-	brokers     []string
+	side        contract.Side
+	cluster     kafka.Cluster
 	kopts       []kgo.Opt
-	topics      [NumServices + 1]string // output topic per service
+	topics      [contract.NumServices + 1]string // output topic per service
 	keys        *keyIndex
 	tab         table
 	lag         *lagTracker
@@ -31,13 +32,11 @@ type sideView struct {
 // run consumes until ctx is done. Only building the client can fail.
 func (sv *sideView) run(ctx context.Context) error {
 	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(sv.brokers...),
-		kgo.ClientID("hotpair-views-" + sv.side.String()),
-		kgo.ConsumeTopics(sv.topics[Budget], sv.topics[Pacer], sv.topics[Bidder]),
+		kgo.ConsumeTopics(sv.topics[contract.ServiceBudget], sv.topics[contract.ServicePacer], sv.topics[contract.ServiceBidder]),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.MetadataMinAge(time.Second),
 	}, sv.kopts...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kafka.NewClient(sv.cluster, "hotpair-views-"+sv.side.String(), opts...)
 	if err != nil {
 		return fmt.Errorf("selector: views of %s: %w", sv.side, err)
 	}
@@ -45,7 +44,7 @@ func (sv *sideView) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { sv.measureLoop(ctx, kadm.NewClient(cl)) })
-	sv.log.Info("views: consuming", "brokers", sv.brokers, "topics", sv.topics[1:])
+	sv.log.Info("views: consuming", "brokers", sv.cluster.Brokers, "security", sv.cluster.Auth, "topics", sv.topics[1:])
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -60,8 +59,8 @@ func (sv *sideView) run(ctx context.Context) error {
 	}
 }
 
-func (sv *sideView) serviceOf(topic string) Service {
-	for _, svc := range Services() {
+func (sv *sideView) serviceOf(topic string) contract.Service {
+	for _, svc := range contract.Services() {
 		if sv.topics[svc] == topic {
 			return svc
 		}
@@ -89,7 +88,7 @@ func (sv *sideView) applyPartition(p kgo.FetchTopicPartition) {
 // apply stores one record of svc's table: the latest value of a campaign,
 // or, for an empty value (a tombstone), no value. A bad record changes
 // nothing and returns its reason.
-func (sv *sideView) apply(svc Service, key, value []byte) contract.Reason {
+func (sv *sideView) apply(svc contract.Service, key, value []byte) contract.Reason {
 	if len(value) == 0 {
 		if i, ok := sv.keys.lookup(string(key)); ok {
 			sv.tab.update(i, func(e entry) entry { e.has &^= ServiceSet(0).Add(svc); return e })
@@ -109,7 +108,7 @@ func (sv *sideView) apply(svc Service, key, value []byte) contract.Reason {
 
 // value is one decoded record of a service's table.
 type value struct {
-	svc    Service
+	svc    contract.Service
 	status BudgetState
 	day    int32
 	num    float64 // rate or multiplier
@@ -118,11 +117,11 @@ type value struct {
 
 func (v value) applyTo(e entry) entry {
 	switch v.svc {
-	case Budget:
+	case contract.ServiceBudget:
 		e.status, e.day, e.statusAt = v.status, v.day, v.at
-	case Pacer:
+	case contract.ServicePacer:
 		e.rate, e.pacingAt = v.num, v.at
-	case Bidder:
+	case contract.ServiceBidder:
 		e.multiplier, e.multAt = v.num, v.at
 	}
 	e.has = e.has.Add(v.svc)
@@ -131,10 +130,10 @@ func (v value) applyTo(e entry) entry {
 
 // decodeValue decodes a record value of svc's table with the pipeline's
 // strict decoders.
-func decodeValue(svc Service, b []byte) (campaign string, v value, reason contract.Reason) {
+func decodeValue(svc contract.Service, b []byte) (campaign string, v value, reason contract.Reason) {
 	v.svc = svc
 	switch svc {
-	case Budget:
+	case contract.ServiceBudget:
 		s, err := contract.DecodeBudgetStatus(b)
 		if err != nil {
 			return "", v, contract.ReasonOf(err)
@@ -142,14 +141,14 @@ func decodeValue(svc Service, b []byte) (campaign string, v value, reason contra
 		day, _ := time.Parse(time.DateOnly, s.Day) // the decoder validated it
 		v.status, v.day, v.at = budgetStateOf(s.Status), dayNumber(day), s.UpdatedAt.UnixNano()
 		return s.Campaign, v, ""
-	case Pacer:
+	case contract.ServicePacer:
 		p, err := contract.DecodePacing(b)
 		if err != nil {
 			return "", v, contract.ReasonOf(err)
 		}
 		v.num, v.at = p.Rate, p.UpdatedAt.UnixNano()
 		return p.Campaign, v, ""
-	case Bidder:
+	case contract.ServiceBidder:
 		m, err := contract.DecodeBidMultiplier(b)
 		if err != nil {
 			return "", v, contract.ReasonOf(err)
@@ -178,7 +177,7 @@ func (sv *sideView) measureLoop(ctx context.Context, adm *kadm.Client) {
 func (sv *sideView) measure(ctx context.Context, adm *kadm.Client) {
 	ctx, cancel := context.WithTimeout(ctx, max(sv.lagInterval, 2*time.Second))
 	defer cancel()
-	topics := []string{sv.topics[Budget], sv.topics[Pacer], sv.topics[Bidder]}
+	topics := []string{sv.topics[contract.ServiceBudget], sv.topics[contract.ServicePacer], sv.topics[contract.ServiceBidder]}
 	starts, err := adm.ListStartOffsets(ctx, topics...)
 	var ends kadm.ListedOffsets
 	if err == nil {

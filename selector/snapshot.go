@@ -11,11 +11,11 @@ import (
 type Snapshot struct {
 	// Indexed by Service; index 0 (and any unwatched service) holds the
 	// default side, so Active never answers an unset side.
-	sides  [NumServices + 1]Side
-	epochs [NumServices + 1]int64 // -1 while the side is the default
+	sides  [contract.NumServices + 1]contract.Side
+	epochs [contract.NumServices + 1]int64 // -1 while the side is the default
 	// docs are the selection documents read from ZooKeeper (nil: default).
-	docs   [NumServices + 1]*contract.Selection
-	readAt [NumServices + 1]time.Time
+	docs   [contract.NumServices + 1]*contract.Selection
+	readAt [contract.NumServices + 1]time.Time
 
 	tag    Tag
 	encTag string
@@ -26,7 +26,7 @@ type Snapshot struct {
 }
 
 // newDefaultSnapshot answers def for every service.
-func newDefaultSnapshot(def Side) *Snapshot {
+func newDefaultSnapshot(def contract.Side) *Snapshot {
 	s := &Snapshot{changed: make(chan struct{})}
 	for i := range s.sides {
 		s.sides[i], s.epochs[i] = def, -1
@@ -38,7 +38,7 @@ func newDefaultSnapshot(def Side) *Snapshot {
 // seal computes the tag of a snapshot under construction.
 func (s *Snapshot) seal() {
 	var t Tag
-	for _, svc := range Services() {
+	for _, svc := range contract.Services() {
 		t = t.WithSide(svc, s.sides[svc], s.epochs[svc])
 	}
 	s.tag, s.encTag = t, t.String()
@@ -47,7 +47,7 @@ func (s *Snapshot) seal() {
 // with returns a copy of s with svc's selection replaced by doc. The copy
 // shares s's changed channel when the tag is the same; the caller closes
 // s.changed otherwise.
-func (s *Snapshot) with(svc Service, side Side, doc *contract.Selection, readAt time.Time) *Snapshot {
+func (s *Snapshot) with(svc contract.Service, side contract.Side, doc *contract.Selection, readAt time.Time) *Snapshot {
 	n := *s
 	n.sides[svc], n.epochs[svc], n.docs[svc], n.readAt[svc] = side, doc.Epoch, doc, readAt
 	n.seal()
@@ -59,8 +59,8 @@ func (s *Snapshot) with(svc Service, side Side, doc *contract.Selection, readAt 
 
 // Active returns the side to read svc from. An unset or unwatched service
 // answers the default side. It does not allocate.
-func (s *Snapshot) Active(svc Service) Side {
-	if svc > NumServices {
+func (s *Snapshot) Active(svc contract.Service) contract.Side {
+	if svc > contract.NumServices {
 		return s.sides[0]
 	}
 	return s.sides[svc]
@@ -68,8 +68,8 @@ func (s *Snapshot) Active(svc Service) Side {
 
 // Epoch returns the epoch of svc's selection; ok is false while the side is
 // the default rather than read from ZooKeeper.
-func (s *Snapshot) Epoch(svc Service) (epoch int64, ok bool) {
-	if svc > NumServices || s.epochs[svc] < 0 {
+func (s *Snapshot) Epoch(svc contract.Service) (epoch int64, ok bool) {
+	if svc > contract.NumServices || s.epochs[svc] < 0 {
 		return 0, false
 	}
 	return s.epochs[svc], true
@@ -77,20 +77,22 @@ func (s *Snapshot) Epoch(svc Service) (epoch int64, ok bool) {
 
 // IsDefault reports whether svc answers the configured default side because
 // no selection has been read for it from ZooKeeper yet (or it is not watched).
-func (s *Snapshot) IsDefault(svc Service) bool { return svc > NumServices || s.docs[svc] == nil }
+func (s *Snapshot) IsDefault(svc contract.Service) bool {
+	return svc > contract.NumServices || s.docs[svc] == nil
+}
 
 // Selection returns the document svc's side was read from, nil while the
 // side is the default. The document must not be modified.
-func (s *Snapshot) Selection(svc Service) *contract.Selection {
-	if svc > NumServices {
+func (s *Snapshot) Selection(svc contract.Service) *contract.Selection {
+	if svc > contract.NumServices {
 		return nil
 	}
 	return s.docs[svc]
 }
 
 // ReadAt returns when svc's selection was read (zero while default).
-func (s *Snapshot) ReadAt(svc Service) time.Time {
-	if svc > NumServices {
+func (s *Snapshot) ReadAt(svc contract.Service) time.Time {
+	if svc > contract.NumServices {
 		return time.Time{}
 	}
 	return s.readAt[svc]

@@ -3,6 +3,8 @@ package selector
 import (
 	"context"
 	"net/http"
+
+	"github.com/hotpair/hotpair/contract"
 )
 
 // TagHeader is the HTTP header that carries a Tag from the ads server to the
@@ -15,7 +17,7 @@ const tagVersion = '1'
 
 // maxTagLen bounds what ParseTag reads: version, three groups of a dot, a side
 // letter and up to 19 digits.
-const maxTagLen = 1 + NumServices*(2+19)
+const maxTagLen = 1 + contract.NumServices*(2+19)
 
 // Tag is a whole selection snapshot in a few bytes: every service's side and
 // the epoch of the decision it came from. The ads server attaches it to a
@@ -31,12 +33,12 @@ const maxTagLen = 1 + NumServices*(2+19)
 //
 // The zero Tag is invalid: it has no sides.
 type Tag struct {
-	sides  [NumServices]Side
-	epochs [NumServices]int64 // -1: the side is a default, not read
+	sides  [contract.NumServices]contract.Side
+	epochs [contract.NumServices]int64 // -1: the side is a default, not read
 }
 
 // Side returns the service's side (unset for an invalid tag or service).
-func (t Tag) Side(svc Service) Side {
+func (t Tag) Side(svc contract.Service) contract.Side {
 	if !svc.Valid() {
 		return 0
 	}
@@ -45,7 +47,7 @@ func (t Tag) Side(svc Service) Side {
 
 // Epoch returns the service's decision epoch; ok is false when the side is
 // the default, not read from ZooKeeper.
-func (t Tag) Epoch(svc Service) (epoch int64, ok bool) {
+func (t Tag) Epoch(svc contract.Service) (epoch int64, ok bool) {
 	if !svc.Valid() || t.epochs[svc-1] < 0 {
 		return 0, false
 	}
@@ -54,7 +56,7 @@ func (t Tag) Epoch(svc Service) (epoch int64, ok bool) {
 
 // WithSide returns the tag with svc set to side at epoch; a negative epoch
 // marks the side as a default.
-func (t Tag) WithSide(svc Service, side Side, epoch int64) Tag {
+func (t Tag) WithSide(svc contract.Service, side contract.Side, epoch int64) Tag {
 	if svc.Valid() {
 		t.sides[svc-1], t.epochs[svc-1] = side, max(epoch, -1)
 	}
@@ -80,7 +82,7 @@ func (t Tag) AppendTo(dst []byte) []byte {
 	dst = append(dst, tagVersion)
 	for i, s := range t.sides {
 		c := byte('p')
-		if s == Standby {
+		if s == contract.Standby {
 			c = 's'
 		}
 		dst = append(dst, '.', c)
@@ -119,15 +121,15 @@ func ParseTag(s string) (Tag, error) {
 		return Tag{}, ErrBadTag
 	}
 	i := 1
-	for n := range NumServices {
+	for n := range contract.NumServices {
 		if i+1 >= len(s) || s[i] != '.' {
 			return Tag{}, ErrBadTag
 		}
 		switch s[i+1] {
 		case 'p':
-			t.sides[n] = Primary
+			t.sides[n] = contract.Primary
 		case 's':
-			t.sides[n] = Standby
+			t.sides[n] = contract.Standby
 		default:
 			return Tag{}, ErrBadTag
 		}

@@ -6,19 +6,21 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/hotpair/hotpair/contract"
 )
 
 func TestParseTag(t *testing.T) {
 	valid := []struct {
 		in     string
-		sides  [3]Side
+		sides  [3]contract.Side
 		epochs [3]int64 // -1: default
 	}{
-		{"1.p12.s3.p", [3]Side{Primary, Standby, Primary}, [3]int64{12, 3, -1}},
-		{"1.p.p.p", [3]Side{Primary, Primary, Primary}, [3]int64{-1, -1, -1}},
-		{"1.s0.s0.s0", [3]Side{Standby, Standby, Standby}, [3]int64{0, 0, 0}},
-		{"1.p9223372036854775807.s.p1", [3]Side{Primary, Standby, Primary}, [3]int64{1<<63 - 1, -1, 1}},
-		{"1.p1111111111111111111.s1111111111111111111.p1111111111111111111", [3]Side{Primary, Standby, Primary},
+		{"1.p12.s3.p", [3]contract.Side{contract.Primary, contract.Standby, contract.Primary}, [3]int64{12, 3, -1}},
+		{"1.p.p.p", [3]contract.Side{contract.Primary, contract.Primary, contract.Primary}, [3]int64{-1, -1, -1}},
+		{"1.s0.s0.s0", [3]contract.Side{contract.Standby, contract.Standby, contract.Standby}, [3]int64{0, 0, 0}},
+		{"1.p9223372036854775807.s.p1", [3]contract.Side{contract.Primary, contract.Standby, contract.Primary}, [3]int64{1<<63 - 1, -1, 1}},
+		{"1.p1111111111111111111.s1111111111111111111.p1111111111111111111", [3]contract.Side{contract.Primary, contract.Standby, contract.Primary},
 			[3]int64{1111111111111111111, 1111111111111111111, 1111111111111111111}}, // the longest tag
 	}
 	for _, c := range valid {
@@ -27,7 +29,7 @@ func TestParseTag(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseTag(%q): %v", c.in, err)
 			}
-			for i, svc := range Services() {
+			for i, svc := range contract.Services() {
 				if got := tag.Side(svc); got != c.sides[i] {
 					t.Errorf("%s side = %s, want %s", svc, got, c.sides[i])
 				}
@@ -72,14 +74,14 @@ func TestTagInvalidEncodesEmpty(t *testing.T) {
 	if s := (Tag{}).String(); s != "" {
 		t.Fatalf("zero tag encodes as %q", s)
 	}
-	half := Tag{}.WithSide(Budget, Primary, 1)
+	half := Tag{}.WithSide(contract.ServiceBudget, contract.Primary, 1)
 	if half.Valid() || half.String() != "" {
 		t.Fatalf("a tag without every service must be invalid and encode empty, got %q", half.String())
 	}
 }
 
 func TestTagHotPathsDoNotAllocate(t *testing.T) {
-	tag := Tag{}.WithSide(Budget, Primary, 12).WithSide(Pacer, Standby, 3).WithSide(Bidder, Primary, -1)
+	tag := Tag{}.WithSide(contract.ServiceBudget, contract.Primary, 12).WithSide(contract.ServicePacer, contract.Standby, 3).WithSide(contract.ServiceBidder, contract.Primary, -1)
 	enc := tag.String()
 	buf := make([]byte, 0, 64)
 	if n := testing.AllocsPerRun(100, func() { buf = tag.AppendTo(buf[:0]) }); n != 0 {
@@ -94,7 +96,7 @@ func TestTagHotPathsDoNotAllocate(t *testing.T) {
 }
 
 func TestTagHeaderAndContext(t *testing.T) {
-	tag := Tag{}.WithSide(Budget, Standby, 7).WithSide(Pacer, Primary, 2).WithSide(Bidder, Primary, 2)
+	tag := Tag{}.WithSide(contract.ServiceBudget, contract.Standby, 7).WithSide(contract.ServicePacer, contract.Primary, 2).WithSide(contract.ServiceBidder, contract.Primary, 2)
 	h := http.Header{}
 	if _, err := TagFromHeader(h); !errors.Is(err, ErrNoTag) {
 		t.Fatalf("no header: err = %v, want ErrNoTag", err)

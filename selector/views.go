@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
+	"github.com/hotpair/hotpair/internal/kafka"
 )
 
 // BudgetState is a campaign's budget status as the budget enforcer reports
@@ -59,11 +60,11 @@ func budgetStateOf(status string) BudgetState {
 
 // Answer is one value of one service for one campaign.
 type Answer struct {
-	Service Service
+	Service contract.Service
 	// Wanted is the side asked for; From is the side that answered (unset
 	// when Found is false). They differ when the wanted side had no value
 	// for the campaign yet: see Fallback.
-	Wanted, From Side
+	Wanted, From contract.Side
 	Found        bool
 
 	Status     BudgetState // budget: the campaign's status
@@ -103,14 +104,14 @@ func NewViews(opts ...ViewsOption) (*Views, error) {
 	v := &Views{cfg: c, keys: newKeyIndex()}
 	v.m = newViewsMetrics(c.reg, v)
 	topics := contract.TopicsWithPrefix(c.prefix)
-	for _, side := range []Side{Primary, Standby} {
+	for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 		sv := &sideView{
-			side: side, brokers: c.brokers[side], kopts: c.kafkaOpts[side],
+			side: side, cluster: kafka.Cluster{Name: side.String(), Brokers: c.brokers[side], Auth: c.kafkaAuth[side]}, kopts: c.kafkaOpts[side],
 			keys: v.keys, m: v.m, lagInterval: c.lagInterval, now: c.now,
 			log: c.logger.With("component", "views", "side", side.String()),
 		}
-		for _, svc := range Services() {
-			sv.topics[svc] = topics.Output(svc.String())
+		for _, svc := range contract.Services() {
+			sv.topics[svc] = topics.Output(svc.Stage())
 		}
 		sv.lag = newLagTracker(sv.topics, c.now(), &v.changes)
 		v.sides[side] = sv
@@ -129,7 +130,7 @@ func (v *Views) Run(ctx context.Context) error {
 	defer cancel()
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
-	for _, side := range []Side{Primary, Standby} {
+	for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 		wg.Go(func() {
 			if errs[side] = v.sides[side].run(ctx); errs[side] != nil {
 				cancel()
@@ -147,7 +148,7 @@ func (v *Views) Run(ctx context.Context) error {
 
 // Get returns svc's value for campaign from side; when side has no value
 // for it, the other side's value, with Fallback set. It does not allocate.
-func (v *Views) Get(svc Service, campaign string, side Side) Answer {
+func (v *Views) Get(svc contract.Service, campaign string, side contract.Side) Answer {
 	a := Answer{Service: svc, Wanted: side}
 	if !svc.Valid() || !side.Valid() {
 		return a
@@ -166,7 +167,7 @@ func (v *Views) Get(svc Service, campaign string, side Side) Answer {
 
 // pick returns svc's entry of campaign c from side, or from the other side
 // when side has none; it counts fallbacks and misses.
-func (v *Views) pick(c *campaignEntries, svc Service, side Side) (entry, Side, bool) {
+func (v *Views) pick(c *campaignEntries, svc contract.Service, side contract.Side) (entry, contract.Side, bool) {
 	if e := c.side(side); e.has.Has(svc) {
 		return e, side, true
 	}
@@ -186,7 +187,7 @@ type campaignEntries struct {
 	loaded [3]bool
 }
 
-func (c *campaignEntries) side(s Side) entry {
+func (c *campaignEntries) side(s contract.Side) entry {
 	if !c.loaded[s] {
 		c.e[s], _ = c.v.sides[s].tab.get(c.i)
 		c.loaded[s] = true
@@ -194,14 +195,14 @@ func (c *campaignEntries) side(s Side) entry {
 	return c.e[s]
 }
 
-func (a *Answer) fill(e entry, from Side) {
+func (a *Answer) fill(e entry, from contract.Side) {
 	a.From, a.Found = from, true
 	switch a.Service {
-	case Budget:
+	case contract.ServiceBudget:
 		a.Status, a.Day, a.UpdatedAt = e.status, dayTime(e.day), time.Unix(0, e.statusAt).UTC()
-	case Pacer:
+	case contract.ServicePacer:
 		a.Rate, a.UpdatedAt = e.rate, time.Unix(0, e.pacingAt).UTC()
-	case Bidder:
+	case contract.ServiceBidder:
 		a.Multiplier, a.UpdatedAt = e.multiplier, time.Unix(0, e.multAt).UTC()
 	}
 }
@@ -210,7 +211,7 @@ func (a *Answer) fill(e entry, from Side) {
 func (v *Views) Lag() []ViewLag {
 	now := v.cfg.now()
 	var out []ViewLag
-	for _, side := range []Side{Primary, Standby} {
+	for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 		out = append(out, v.sides[side].lag.report(side, now)...)
 	}
 	return out
@@ -218,7 +219,7 @@ func (v *Views) Lag() []ViewLag {
 
 // CaughtUp reports whether every view of side has reached the end of its
 // topic at least once since Run started.
-func (v *Views) CaughtUp(side Side) bool {
+func (v *Views) CaughtUp(side contract.Side) bool {
 	if !side.Valid() {
 		return false
 	}
@@ -245,6 +246,7 @@ type viewsCfg struct {
 	common
 	brokers     [3][]string  // indexed by Side
 	kafkaOpts   [3][]kgo.Opt // indexed by Side
+	kafkaAuth   [3]*contract.KafkaAuth
 	prefix      string
 	lagInterval time.Duration
 }
@@ -255,7 +257,7 @@ func defaultViewsCfg() viewsCfg {
 
 // WithCluster sets the seed brokers of side's Kafka cluster. Required for
 // both sides.
-func WithCluster(side Side, brokers ...string) ViewsOption {
+func WithCluster(side contract.Side, brokers ...string) ViewsOption {
 	return viewsOpt(func(c *viewsCfg) {
 		if side.Valid() {
 			c.brokers[side] = append([]string(nil), brokers...)
@@ -263,9 +265,19 @@ func WithCluster(side Side, brokers ...string) ViewsOption {
 	})
 }
 
-// WithKafkaOptions adds franz-go client options (TLS, SASL, timeouts) for
+// WithKafkaAuth sets the TLS and SASL of side's cluster (the config's tls
+// and sasl keys, loaded). Default nil: plaintext.
+func WithKafkaAuth(side contract.Side, auth *contract.KafkaAuth) ViewsOption {
+	return viewsOpt(func(c *viewsCfg) {
+		if side.Valid() {
+			c.kafkaAuth[side] = auth
+		}
+	})
+}
+
+// WithKafkaOptions adds franz-go client options (timeouts, fetch sizes) for
 // side's cluster. Default none.
-func WithKafkaOptions(side Side, opts ...kgo.Opt) ViewsOption {
+func WithKafkaOptions(side contract.Side, opts ...kgo.Opt) ViewsOption {
 	return viewsOpt(func(c *viewsCfg) {
 		if side.Valid() {
 			c.kafkaOpts[side] = append(c.kafkaOpts[side], opts...)
@@ -284,7 +296,7 @@ func WithLagInterval(d time.Duration) ViewsOption {
 }
 
 func (c *viewsCfg) validate() error {
-	for _, side := range []Side{Primary, Standby} {
+	for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 		if len(c.brokers[side]) == 0 {
 			return fmt.Errorf("%w: NewViews needs WithCluster(%s, brokers...): views always read both clusters", ErrInvalidOption, side)
 		}

@@ -26,7 +26,7 @@ func newCluster(t testing.TB, prefix string) *cluster {
 	t.Helper()
 	c := kafkatest.Cluster(t)
 	topics := contract.TopicsWithPrefix(prefix)
-	err := kafka.EnsureTopics(t.Context(), c.ListenAddrs(), 3, 1,
+	err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: c.ListenAddrs()}, 3, 1,
 		kafka.TopicSpec{Name: topics.BudgetStatus, Compacted: true},
 		kafka.TopicSpec{Name: topics.Pacing, Compacted: true},
 		kafka.TopicSpec{Name: topics.BidMultipliers, Compacted: true})
@@ -78,10 +78,10 @@ func (c *cluster) multiplier(campaign string, m float64) {
 func runViews(t testing.TB, primary, standby *cluster, prefix string) (*Views, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	v, err := NewViews(WithCluster(Primary, primary.c.ListenAddrs()...), WithCluster(Standby, standby.c.ListenAddrs()...),
+	v, err := NewViews(WithCluster(contract.Primary, primary.c.ListenAddrs()...), WithCluster(contract.Standby, standby.c.ListenAddrs()...),
 		WithTopicPrefix(prefix), WithLagInterval(100*time.Millisecond),
-		WithKafkaOptions(Primary, kgo.FetchMaxWait(200*time.Millisecond)),
-		WithKafkaOptions(Standby, kgo.FetchMaxWait(200*time.Millisecond)),
+		WithKafkaOptions(contract.Primary, kgo.FetchMaxWait(200*time.Millisecond)),
+		WithKafkaOptions(contract.Standby, kgo.FetchMaxWait(200*time.Millisecond)),
 		WithRegisterer(reg), WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -109,42 +109,42 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 	p.multiplier("c1", 1.25)
 	s.multiplier("c1", 1.5)
 	v, reg := runViews(t, p, s, prefix)
-	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
+	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(contract.Primary) && v.CaughtUp(contract.Standby) })
 
 	for _, c := range []struct {
-		svc  Service
-		side Side
+		svc  contract.Service
+		side contract.Side
 		want func(Answer) bool
 	}{
-		{Budget, Primary, func(a Answer) bool { return a.Status == StateActive }},
-		{Budget, Standby, func(a Answer) bool { return a.Status == StateDailyCapped }},
-		{Pacer, Primary, func(a Answer) bool { return a.Rate == 0.5 }},
-		{Pacer, Standby, func(a Answer) bool { return a.Rate == 0.7 }},
-		{Bidder, Primary, func(a Answer) bool { return a.Multiplier == 1.25 }},
-		{Bidder, Standby, func(a Answer) bool { return a.Multiplier == 1.5 }},
+		{contract.ServiceBudget, contract.Primary, func(a Answer) bool { return a.Status == StateActive }},
+		{contract.ServiceBudget, contract.Standby, func(a Answer) bool { return a.Status == StateDailyCapped }},
+		{contract.ServicePacer, contract.Primary, func(a Answer) bool { return a.Rate == 0.5 }},
+		{contract.ServicePacer, contract.Standby, func(a Answer) bool { return a.Rate == 0.7 }},
+		{contract.ServiceBidder, contract.Primary, func(a Answer) bool { return a.Multiplier == 1.25 }},
+		{contract.ServiceBidder, contract.Standby, func(a Answer) bool { return a.Multiplier == 1.5 }},
 	} {
 		a := v.Get(c.svc, "c1", c.side)
 		if !a.Found || a.From != c.side || a.Fallback() || !c.want(a) || !a.UpdatedAt.Equal(testNow) {
 			t.Errorf("Get(%s, c1, %s) = %+v", c.svc, c.side, a)
 		}
 	}
-	if a := v.Get(Budget, "c1", Primary); !a.Day.Equal(time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)) {
+	if a := v.Get(contract.ServiceBudget, "c1", contract.Primary); !a.Day.Equal(time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("budget day = %v", a.Day)
 	}
 
 	// Continuously updated, and a key only one side has seen falls back.
 	p.pacing("c1", 0.25)
 	s.pacing("c2", 0.9)
-	waitUntil(t, &v.changes, 10*time.Second, "the update arrives", func() bool { return v.Get(Pacer, "c1", Primary).Rate == 0.25 })
-	waitUntil(t, &v.changes, 10*time.Second, "c2 arrives", func() bool { return v.Get(Pacer, "c2", Standby).Found })
-	a := v.Get(Pacer, "c2", Primary)
-	if !a.Found || a.From != Standby || !a.Fallback() || a.Rate != 0.9 {
+	waitUntil(t, &v.changes, 10*time.Second, "the update arrives", func() bool { return v.Get(contract.ServicePacer, "c1", contract.Primary).Rate == 0.25 })
+	waitUntil(t, &v.changes, 10*time.Second, "c2 arrives", func() bool { return v.Get(contract.ServicePacer, "c2", contract.Standby).Found })
+	a := v.Get(contract.ServicePacer, "c2", contract.Primary)
+	if !a.Found || a.From != contract.Standby || !a.Fallback() || a.Rate != 0.9 {
 		t.Fatalf("Get(pacer, c2, primary) = %+v, want 0.9 from standby as a fallback", a)
 	}
 	if got := metricValue(t, reg, "hotpair_view_fallbacks_total", "service", "pacer", "side", "primary"); got != 1 {
 		t.Errorf("fallbacks{pacer,primary} = %v, want 1", got)
 	}
-	if a := v.Get(Bidder, "nobody", Primary); a.Found {
+	if a := v.Get(contract.ServiceBidder, "nobody", contract.Primary); a.Found {
 		t.Errorf("Get of an unknown campaign = %+v", a)
 	}
 
@@ -153,16 +153,16 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 	p.produceRaw(p.topics.Pacing, "c1", `{"v":1,"campaign":"c1","rate":7,"target_micros":0,"actual_micros":0,"updated_at":"2026-03-14T00:00:00Z"}`)
 	p.produce(p.topics.Pacing, "c1", contract.Pacing{V: 1, Campaign: "other", Rate: 0.1, UpdatedAt: testNow})
 	p.produce(p.topics.BidMultipliers, "c1", nil)
-	waitUntil(t, &v.changes, 10*time.Second, "the tombstone arrives", func() bool { return v.Get(Bidder, "c1", Primary).Fallback() })
+	waitUntil(t, &v.changes, 10*time.Second, "the tombstone arrives", func() bool { return v.Get(contract.ServiceBidder, "c1", contract.Primary).Fallback() })
 	waitUntil(t, &v.changes, 10*time.Second, "the bad records are counted", func() bool {
 		return metricValue(t, reg, "hotpair_view_bad_records_total", "side", "primary", "reason", "invalid_json") == 1 &&
 			metricValue(t, reg, "hotpair_view_bad_records_total", "side", "primary", "reason", "out_of_range") == 1 &&
 			metricValue(t, reg, "hotpair_view_bad_records_total", "side", "primary", "reason", "key_mismatch") == 1
 	})
-	if a := v.Get(Pacer, "c1", Primary); a.Rate != 0.25 || a.From != Primary {
+	if a := v.Get(contract.ServicePacer, "c1", contract.Primary); a.Rate != 0.25 || a.From != contract.Primary {
 		t.Errorf("after bad records: %+v, want the last good 0.25 from primary", a)
 	}
-	if a := v.Get(Bidder, "c1", Primary); a.From != Standby || a.Multiplier != 1.5 {
+	if a := v.Get(contract.ServiceBidder, "c1", contract.Primary); a.From != contract.Standby || a.Multiplier != 1.5 {
 		t.Errorf("after the tombstone: %+v, want standby's 1.5 as a fallback", a)
 	}
 
@@ -197,8 +197,8 @@ func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
 		c.multiplier("c1", 2)
 	}
 	v, reg := runViews(t, p, s, prefix)
-	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
-	own := staticSource{newDefaultSnapshot(Primary)}
+	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(contract.Primary) && v.CaughtUp(contract.Standby) })
+	own := staticSource{newDefaultSnapshot(contract.Primary)}
 	r, err := NewRetriever(v, own, WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
@@ -211,17 +211,17 @@ func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
 	s.pacing("c9", 0.3)
 	s.multiplier("c9", 1.1)
 	waitUntil(t, &v.changes, 10*time.Second, "standby's updates arrive", func() bool {
-		return v.Get(Pacer, "c1", Standby).Rate == 0.75 && v.Get(Bidder, "c9", Standby).Found
+		return v.Get(contract.ServicePacer, "c1", contract.Standby).Rate == 0.75 && v.Get(contract.ServiceBidder, "c9", contract.Standby).Found
 	})
 	t.Logf("standby's updates arrived %s after the primary cluster died", time.Since(start))
 
 	// The dead side's last values still answer (fail static), and what it
 	// never saw falls back to the live side and says so.
-	if a := v.Get(Pacer, "c1", Primary); a.From != Primary || a.Rate != 0.5 {
+	if a := v.Get(contract.ServicePacer, "c1", contract.Primary); a.From != contract.Primary || a.Rate != 0.5 {
 		t.Errorf("Get(pacer, c1, primary) = %+v, want primary's last 0.5", a)
 	}
-	for _, svc := range Services() {
-		if a := v.Get(svc, "c9", Primary); !a.Fallback() || a.From != Standby {
+	for _, svc := range contract.Services() {
+		if a := v.Get(svc, "c9", contract.Primary); !a.Fallback() || a.From != contract.Standby {
 			t.Errorf("Get(%s, c9, primary) = %+v, want a fallback to standby", svc, a)
 		}
 	}
@@ -229,7 +229,7 @@ func TestViewsOfALiveClusterKeepAnsweringWhenTheOtherDies(t *testing.T) {
 	if res.OwnSnapshot || len(res.Serve) != 2 || res.Fallbacks != 3 {
 		t.Fatalf("Retrieve = %+v, want both served and c9's 3 values as fallbacks", res)
 	}
-	if c9 := res.Serve[1]; c9.Fallback != ServiceSet(0).Add(Budget).Add(Pacer).Add(Bidder) || c9.Rate != 0.3 || c9.Multiplier != 1.1 {
+	if c9 := res.Serve[1]; c9.Fallback != ServiceSet(0).Add(contract.ServiceBudget).Add(contract.ServicePacer).Add(contract.ServiceBidder) || c9.Rate != 0.3 || c9.Multiplier != 1.1 {
 		t.Errorf("c9 = %+v", c9)
 	}
 

@@ -26,14 +26,14 @@ func TestViewsStartedBeforeTheTopicsExist(t *testing.T) {
 		return true
 	})
 	for _, c := range []*cluster{p, s} {
-		if err := kafka.EnsureTopics(t.Context(), c.c.ListenAddrs(), 3, 1,
+		if err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: c.c.ListenAddrs()}, 3, 1,
 			kafka.TopicSpec{Name: "budget-status", Compacted: true}, kafka.TopicSpec{Name: "pacing", Compacted: true}, kafka.TopicSpec{Name: "bid-multipliers", Compacted: true}); err != nil {
 			t.Fatal(err)
 		}
 		c.pacing("c1", 0.5)
 	}
 	waitUntil(t, &v.changes, 20*time.Second, "values arrive on both sides", func() bool {
-		return v.Get(Pacer, "c1", Primary).From == Primary && v.Get(Pacer, "c1", Standby).From == Standby
+		return v.Get(contract.ServicePacer, "c1", contract.Primary).From == contract.Primary && v.Get(contract.ServicePacer, "c1", contract.Standby).From == contract.Standby
 	})
-	waitUntil(t, &v.changes, 10*time.Second, "both sides report caught up", func() bool { return v.CaughtUp(Primary) && v.CaughtUp(Standby) })
+	waitUntil(t, &v.changes, 10*time.Second, "both sides report caught up", func() bool { return v.CaughtUp(contract.Primary) && v.CaughtUp(contract.Standby) })
 }

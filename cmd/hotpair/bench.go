@@ -23,13 +23,14 @@ func runBench(ctx context.Context, a *app, args []string) int {
 // runBenchPipeline is "hotpair bench pipeline": the measurement of
 // BenchmarkEndToEnd, outside the test framework.
 func runBenchPipeline(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "bench pipeline", "bench pipeline [--campaigns N] [--events N] [--partitions N] [--steady-load F] [--steady-for D] [--probes N] [--json]")
+	fs := newFlags(a, "bench pipeline", "bench pipeline [--campaigns N] [--events N] [--partitions N] [--steady-load F] [--steady-for D] [--probes N] [--kafka-secure] [--json]")
 	campaigns := fs.Int("campaigns", 10_000, "campaigns the ad events are spread over")
 	events := fs.Int("events", 200_000, "ad events in the backlog (at least --campaigns)")
 	partitions := fs.Int("partitions", 8, "partitions of every topic")
 	steady := fs.Float64("steady-load", 0.5, "rate of the steady phase after the backlog, as a fraction of the backlog throughput")
 	steadyFor := fs.Duration("steady-for", 3*time.Second, "how long the steady phase lasts")
 	probes := fs.Int("probes", 100, "single ad events sent one at a time at the end, for the idle latencies")
+	secure := fs.Bool("kafka-secure", false, "run the in-process cluster with TLS and SASL/SCRAM, every client through them (what security costs)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the pipeline's backlog phase to this file")
 	traceFile := fs.String("trace", "", "write an execution trace of the pipeline's backlog phase to this file")
@@ -49,7 +50,7 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "--steady-load must be in (0,1] and --steady-for positive")
 	}
 	cfg := pipebench.Config{Campaigns: *campaigns, Events: *events, Partitions: int32(*partitions), Probes: *probes,
-		SteadyLoad: *steady, SteadyFor: *steadyFor, Logger: a.logger}
+		SteadyLoad: *steady, SteadyFor: *steadyFor, Secure: *secure, Logger: a.logger}
 	for _, f := range []struct {
 		path string
 		w    *io.Writer

@@ -33,7 +33,11 @@ var configKinds = []configKind{
 			if err != nil {
 				return err
 			}
-			return c.Validate()
+			if err := c.Validate(); err != nil {
+				return err
+			}
+			_, err = c.Options() // reads the files the Kafka security block names
+			return err
 		}},
 	{name: "monitor", keys: []string{"clusters", "services", "history", "window", "rules", "decision", "stagger", "id"},
 		check: func(path string) error {

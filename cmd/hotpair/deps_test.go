@@ -35,3 +35,38 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 		}
 	}
 }
+
+// The read side and the decision core link no streams stack: the selector
+// (embedded in every ads server and retriever) and monitor/core (the pure
+// decision core) import the contract, never the pipeline, so they link no
+// goka, sarama, goleveldb or statestore; the core links no Kafka or
+// ZooKeeper client either; the contract itself only the standard library.
+func TestReadSideAndCoreLinkNoStreamsStack(t *testing.T) {
+	const mod = "github.com/hotpair/hotpair/"
+	streams := []string{"github.com/lovoo/goka", "github.com/IBM/sarama", "github.com/syndtr/goleveldb", mod + "statestore", mod + "pipeline"}
+	clients := []string{"github.com/twmb/franz-go", "github.com/go-zookeeper/zk"}
+	for _, tc := range []struct {
+		pkg       string
+		forbidden []string
+	}{
+		{"selector", streams},
+		{"monitor/core", append(streams, clients...)},
+		{"contract", append(append(streams, clients...), "github.com/", "gopkg.in/", mod+"internal")},
+	} {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", mod+tc.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", tc.pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, mod+tc.pkg) {
+			t.Fatalf("go list -deps %s does not list the package itself:\n%s", tc.pkg, out)
+		}
+		for _, dep := range deps {
+			for _, f := range tc.forbidden {
+				if dep != mod+tc.pkg && strings.HasPrefix(dep, f) {
+					t.Errorf("%s links %s", tc.pkg, dep)
+				}
+			}
+		}
+	}
+}

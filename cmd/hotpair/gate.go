@@ -27,8 +27,12 @@ func runGate(ctx context.Context, a *app, args []string) int {
 	if problem != "" {
 		return usageError(fs, a.stderr, "%s", problem)
 	}
-	req := core.GateRequest{Side: *side, Hold: *held, MaxAge: *maxAge}
+	s, _ := contract.ParseSide(*side)
+	req := core.GateRequest{Side: s, Hold: *held, MaxAge: *maxAge}
 	if err := req.Validate(); err != nil {
+		if s == 0 {
+			err = fmt.Errorf("side must be %s or %s, got %q", contract.Primary, contract.Standby, *side)
+		}
 		return usageError(fs, a.stderr, "%v", err)
 	}
 	sess, err := zf.connect(ctx, a, creds)

@@ -32,10 +32,10 @@ func TestGateOnZooKeeper(t *testing.T) {
 	now := time.Now().UTC()
 	decided, healthy, built := now.Add(-time.Minute), now.Add(-2*time.Hour), now.Add(-46*time.Minute)
 	for _, svc := range contract.Services() {
-		sel := contract.Selection{V: 1, Service: svc, Active: "primary", Preferred: "primary", Epoch: 1, DecidedAt: decided,
-			Sides: map[string]contract.SideState{
-				"primary": {Healthy: true, HealthySince: &healthy, Build: "v2", BuildSince: &built},
-				"standby": {Healthy: true, HealthySince: &healthy, Build: "v1"},
+		sel := contract.Selection{V: 1, Service: svc, Active: contract.Primary, Preferred: contract.Primary, Epoch: 1, DecidedAt: decided,
+			Sides: map[contract.Side]contract.SideState{
+				contract.Primary: {Healthy: true, HealthySince: &healthy, Build: "v2", BuildSince: &built},
+				contract.Standby: {Healthy: true, HealthySince: &healthy, Build: "v1"},
 			}}
 		b, _ := contract.Encode(sel)
 		if _, err := conn.Create(paths.Selection(svc), b, 0, zkutil.OpenACL()); err != nil {

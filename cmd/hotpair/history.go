@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core/history"
 	"github.com/hotpair/hotpair/monitor/decisions"
@@ -28,6 +29,8 @@ reads).`
 // historyArgs are the parsed flags of "history".
 type historyArgs struct {
 	primary, standby                              listFlag
+	kafka                                         *kafka.Flags
+	auth                                          [2]*contract.KafkaAuth // per side, from --config or the flags
 	service, since, until, kinds, prefix, cfgPath string
 	windows, json                                 bool
 	timeout                                       time.Duration
@@ -41,7 +44,7 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 	fs.Var(&ha.primary, "brokers", "a cluster holding the record, e.g. the primary's brokers (comma-separated)")
 	fs.Var(&ha.standby, "standby-brokers", "the other cluster (its copy is merged in)")
 	fs.StringVar(&ha.cfgPath, "config", "", "take both clusters and the topic prefix from this monitor config")
-	fs.StringVar(&ha.service, "service", "", "only this service: "+strings.Join(contract.Services(), ", "))
+	fs.StringVar(&ha.service, "service", "", "only this service: "+strings.Join(contract.ServiceNames(), ", "))
 	fs.StringVar(&ha.since, "since", "-12h", "from this long ago (12h or -12h) or this RFC 3339 time")
 	fs.StringVar(&ha.until, "until", "now", "up to this long ago or this RFC 3339 time")
 	fs.StringVar(&ha.kinds, "kind", "", "only these kinds (comma-separated): switch, degraded, override, stagger, window")
@@ -49,6 +52,7 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 	fs.BoolVar(&ha.json, "json", false, "print the entries as JSON lines, as on the topic")
 	fs.StringVar(&ha.prefix, "topic-prefix", "", "prefix of the topic names")
 	fs.DurationVar(&ha.timeout, "timeout", 30*time.Second, "give up reading after this long")
+	ha.kafka = kafka.AddFlags(fs)
 	if code, done := parseNoArgs(a, fs, args); done {
 		return code
 	}
@@ -61,9 +65,13 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 	}
 	rctx, cancel := context.WithTimeout(ctx, ha.timeout)
 	defer cancel()
-	sources := []decisions.Source{{Side: contract.SidePrimary, Brokers: ha.primary}}
+	sources := []decisions.Source{{Side: contract.Primary.String(), Brokers: ha.primary, KafkaAuth: ha.auth[0]}}
 	if len(ha.standby) > 0 {
-		sources = append(sources, decisions.Source{Side: contract.SideStandby, Brokers: ha.standby})
+		sources = append(sources, decisions.Source{Side: contract.Standby.String(), Brokers: ha.standby, KafkaAuth: ha.auth[1]})
+	}
+	if !checkKafka(rctx, a, "history", kafka.Cluster{Name: "primary", Brokers: ha.primary, Auth: ha.auth[0]},
+		kafka.Cluster{Name: "standby", Brokers: ha.standby, Auth: ha.auth[1]}) {
+		return 1
 	}
 	entries, stats, err := decisions.Read(rctx, decisions.ReadOptions{Sources: sources, Topic: ha.prefix + decisions.Topic, Filter: ha.filter})
 	for _, st := range stats {
@@ -87,8 +95,14 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 	return 0
 }
 
-// applyConfig takes the clusters and topic prefix from --config; flags win.
+// applyConfig takes the clusters (with their security) and topic prefix
+// from --config; flags win.
 func (ha *historyArgs) applyConfig(fs *flag.FlagSet) error {
+	auth, err := ha.kafka.Load()
+	if err != nil {
+		return err
+	}
+	ha.auth = [2]*contract.KafkaAuth{auth, auth}
 	if ha.cfgPath == "" {
 		return nil
 	}
@@ -98,6 +112,9 @@ func (ha *historyArgs) applyConfig(fs *flag.FlagSet) error {
 	}
 	if len(ha.primary) == 0 && len(ha.standby) == 0 {
 		ha.primary, ha.standby = mc.Clusters.Primary.Brokers, mc.Clusters.Standby.Brokers
+		if ha.auth, err = monitorClusterAuth(mc); err != nil {
+			return err
+		}
 	}
 	if !isSet(fs, "topic-prefix") {
 		ha.prefix = mc.TopicPrefix
@@ -111,8 +128,8 @@ func (ha *historyArgs) check(now time.Time) string {
 	if len(ha.primary) == 0 {
 		return "give --brokers (and --standby-brokers for the other copy), or --config"
 	}
-	if ha.service != "" && !contract.IsService(ha.service) {
-		return fmt.Sprintf("--service: %q is not one of %s", ha.service, strings.Join(contract.Services(), ", "))
+	if ha.service != "" && contract.ServiceByName(ha.service) == 0 {
+		return fmt.Sprintf("--service: %q is not one of %s", ha.service, strings.Join(contract.ServiceNames(), ", "))
 	}
 	since, err := decisions.ParseTime(ha.since, now)
 	if err != nil {
@@ -141,16 +158,16 @@ func (ha *historyArgs) check(now time.Time) string {
 	if ha.timeout <= 0 {
 		return "--timeout must be positive"
 	}
-	ha.filter = decisions.Filter{Service: ha.service, Since: since, Until: until, Kinds: kinds}
+	ha.filter = decisions.Filter{Service: contract.ServiceByName(ha.service), Since: since, Until: until, Kinds: kinds}
 	return ""
 }
 
 // printHistory prints the timeline: every decision with its evidence, a
 // window per line, and a summary per service.
 func printHistory(w io.Writer, f decisions.Filter, entries []decisions.Entry, stats []decisions.SourceStats) error {
-	services := contract.Services()
-	if f.Service != "" {
-		services = []string{f.Service}
+	services := contract.ServiceNames()
+	if f.Service != 0 {
+		services = []string{f.Service.String()}
 	}
 	fmt.Fprintf(w, "decisions of %s from %s to %s\n", strings.Join(services, ", "), f.Since.UTC().Format(time.RFC3339), f.Until.UTC().Format(time.RFC3339))
 	var read []string
@@ -171,7 +188,7 @@ func printHistory(w io.Writer, f decisions.Filter, entries []decisions.Entry, st
 	fmt.Fprintln(w)
 	var sums []string
 	for _, svc := range services {
-		sums = append(sums, svc+": "+switchSummary(entries, svc))
+		sums = append(sums, svc+": "+switchSummary(entries, contract.ServiceByName(svc)))
 	}
 	_, err := fmt.Fprintln(w, strings.Join(sums, "; "))
 	return err
@@ -184,7 +201,7 @@ func printEntry(w io.Writer, e *decisions.Entry) {
 		fmt.Fprintf(w, "%s  %-6s  window  %s\n", at, e.Service, e.Detail)
 		return
 	case decisions.KindSwitch:
-		from := e.From
+		from := e.From.String()
 		if from == "" {
 			from = "(none)"
 		}
@@ -203,14 +220,14 @@ func printEntry(w io.Writer, e *decisions.Entry) {
 	for _, side := range contract.Sides() {
 		s, ok := e.Selection.Sides[side]
 		if !ok {
-			fmt.Fprintf(w, "    %-8s  no verdict\n", side+":")
+			fmt.Fprintf(w, "    %-8s  no verdict\n", side.String()+":")
 			continue
 		}
 		verdict := "healthy  "
 		if !s.Healthy {
 			verdict = "UNHEALTHY"
 		}
-		line := fmt.Sprintf("    %-8s  %s  qps %.1f  lag p99 %d ms", side+":", verdict, s.QPS, s.LagP99Ms)
+		line := fmt.Sprintf("    %-8s  %s  qps %.1f  lag p99 %d ms", side.String()+":", verdict, s.QPS, s.LagP99Ms)
 		if s.Build != "" {
 			line += "  build " + s.Build
 		}
@@ -228,7 +245,7 @@ func printEntry(w io.Writer, e *decisions.Entry) {
 }
 
 // switchSummary counts a service's switches by cause ("none" without).
-func switchSummary(entries []decisions.Entry, service string) string {
+func switchSummary(entries []decisions.Entry, service contract.Service) string {
 	causes := map[string]int{}
 	n := 0
 	for _, e := range entries {

@@ -43,15 +43,15 @@ func recordOf(t *testing.T, recs []core.Record, cfg core.Config) []decisions.Ent
 		}
 		for _, d := range ev.Decisions {
 			sel := d.State.Selection()
-			verdicts := map[string]decisions.Verdict{}
+			verdicts := map[contract.Side]decisions.Verdict{}
 			for _, side := range contract.Sides() {
-				v, _ := ev.Verdict(d.Service, side)
+				v, _ := ev.Verdict(d.Service.Stage(), side)
 				verdicts[side] = decisions.Verdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), CatchingUp: v.CatchingUp, QPS: v.Stats.QPS,
 					LagP99Ms: v.Stats.LagP99Ms, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms}
 			}
 			out = append(out, decisions.WindowEntry(sel, ev.WindowStart, ev.WindowEnd, verdicts, th))
-			out = append(out, decisions.Changes(prev[d.Service], sel, d.Kind.String())...)
-			prev[d.Service] = &sel
+			out = append(out, decisions.Changes(prev[d.Service.String()], sel, d.Kind.String())...)
+			prev[d.Service.String()] = &sel
 		}
 	}
 	for i := range out {
@@ -65,7 +65,7 @@ func recordOf(t *testing.T, recs []core.Record, cfg core.Config) []decisions.Ent
 func produceRecord(t *testing.T, entries []decisions.Entry, skip func(decisions.Entry) bool) *kfake.Cluster {
 	t.Helper()
 	c := kafkatest.Cluster(t)
-	if err := kafka.EnsureTopics(context.Background(), c.ListenAddrs(), 1, 1, kafka.TopicSpec{Name: decisions.Topic}); err != nil {
+	if err := kafka.EnsureTopics(context.Background(), kafka.Cluster{Brokers: c.ListenAddrs()}, 1, 1, kafka.TopicSpec{Name: decisions.Topic}); err != nil {
 		t.Fatal(err)
 	}
 	var recs []*kgo.Record
@@ -74,7 +74,7 @@ func produceRecord(t *testing.T, entries []decisions.Entry, skip func(decisions.
 			continue
 		}
 		b, _ := decisions.Encode(e)
-		recs = append(recs, &kgo.Record{Topic: decisions.Topic, Key: []byte(e.Service), Value: b, Timestamp: e.RecordedAt})
+		recs = append(recs, &kgo.Record{Topic: decisions.Topic, Key: []byte(e.Service.String()), Value: b, Timestamp: e.RecordedAt})
 	}
 	recs = append(recs, &kgo.Record{Topic: decisions.Topic, Value: []byte("{junk"), Timestamp: simT0},
 		&kgo.Record{Topic: decisions.Topic, Value: []byte(`{"v":9,"id":"x"}`), Timestamp: simT0})

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -25,6 +26,7 @@ func runIngest(ctx context.Context, a *app, args []string) int {
 	buffer := fs.Int("buffer", 100_000, "records each side buffers while its cluster is slow or down, before it loses new ones")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long a record may wait for its cluster before it counts as lost")
 	httpAddr := fs.String("http", "", "serve /metrics on this address while ingesting")
+	kf := kafka.AddFlags(fs)
 	if code, done := parse(fs, args); done {
 		return code
 	}
@@ -44,16 +46,25 @@ func runIngest(ctx context.Context, a *app, args []string) int {
 		defer f.Close()
 		src, name = f, fs.Arg(0)
 	}
-	clusters := map[string][]string{}
+	auth, ok := loadKafka(a, "ingest", kf)
+	if !ok {
+		return 1
+	}
+	clusters := map[contract.Side][]string{}
 	if len(primary) > 0 {
-		clusters[contract.SidePrimary] = primary
+		clusters[contract.Primary] = primary
 	}
 	if len(standby) > 0 {
-		clusters[contract.SideStandby] = standby
+		clusters[contract.Standby] = standby
+	}
+	if !checkKafka(ctx, a, "ingest", kafka.Cluster{Name: "primary", Brokers: primary, Auth: auth},
+		kafka.Cluster{Name: "standby", Brokers: standby, Auth: auth}) {
+		return 1
 	}
 	reg := newRegistry()
 	in, err := pipeline.NewIngester(pipeline.IngestOptions{
-		Clusters: clusters, TopicPrefix: *prefix, Buffer: *buffer, DeliveryTimeout: *timeout,
+		KafkaAuth: map[contract.Side]*contract.KafkaAuth{contract.Primary: auth, contract.Standby: auth},
+		Clusters:  clusters, TopicPrefix: *prefix, Buffer: *buffer, DeliveryTimeout: *timeout,
 		Logger: a.logger, Registerer: reg,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
 	"github.com/hotpair/hotpair/monitor/core/history"
@@ -95,6 +96,8 @@ type simulateArgs struct {
 	file, since, prefix, save, cfgPath string
 	source                             string
 	primary, standby                   listFlag
+	kafka                              *kafka.Flags
+	auth                               [2]*contract.KafkaAuth // per side, from --config or the flags
 	timeout                            time.Duration
 	json                               bool
 	sinceT                             time.Time
@@ -114,6 +117,7 @@ func newSimulateArgs(fs *flag.FlagSet) *simulateArgs {
 	fs.StringVar(&sa.save, "save", "", "with brokers: also write the history read to this JSON-lines file, for later replays")
 	fs.BoolVar(&sa.json, "json", false, "print the result as JSON")
 	fs.StringVar(&sa.cfgPath, "config", "", "take thresholds, clusters and topic prefix from this monitor config (flags override)")
+	sa.kafka = kafka.AddFlags(fs)
 	c := &sa.cfg
 	fs.DurationVar(&c.Window, "window", c.Window, "evaluation window")
 	fs.DurationVar(&c.Rules.SampleInterval, "sample-interval", c.Rules.SampleInterval, "the pipelines' health sample interval")
@@ -133,6 +137,11 @@ func newSimulateArgs(fs *flag.FlagSet) *simulateArgs {
 // applyConfigFile takes thresholds, clusters and topic prefix from the
 // monitor config named by --config; flags given on the command line win.
 func (sa *simulateArgs) applyConfigFile(fs *flag.FlagSet) error {
+	auth, err := sa.kafka.Load()
+	if err != nil {
+		return err
+	}
+	sa.auth = [2]*contract.KafkaAuth{auth, auth}
 	if sa.cfgPath == "" {
 		return nil
 	}
@@ -143,6 +152,9 @@ func (sa *simulateArgs) applyConfigFile(fs *flag.FlagSet) error {
 	sa.cfg = withFlags(fs, mc.Config, &sa.cfg)
 	if sa.file == "" && len(sa.primary) == 0 && len(sa.standby) == 0 {
 		sa.primary, sa.standby = mc.Clusters.Primary.Brokers, mc.Clusters.Standby.Brokers
+		if sa.auth, err = monitorClusterAuth(mc); err != nil {
+			return err
+		}
 	}
 	if !isSet(fs, "topic-prefix") {
 		sa.prefix = mc.TopicPrefix
@@ -190,7 +202,7 @@ func (sa *simulateArgs) history(ctx context.Context, a *app) ([]core.Record, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, sa.timeout)
 	defer cancel()
-	recs, err := readHistoryTopics(ctx, a, sa.primary, sa.standby, contract.TopicsWithPrefix(sa.prefix).Health, sa.sinceT)
+	recs, err := readHistoryTopics(ctx, a, sa, contract.TopicsWithPrefix(sa.prefix).Health)
 	if err == nil && sa.save != "" {
 		err = saveHistory(sa.save, recs)
 	}
@@ -240,13 +252,16 @@ func readHistoryFile(path string) ([]core.Record, error) {
 	return recs, nil
 }
 
-func readHistoryTopics(ctx context.Context, a *app, primary, standby []string, topic string, since time.Time) ([]core.Record, error) {
+func readHistoryTopics(ctx context.Context, a *app, sa *simulateArgs, topic string) ([]core.Record, error) {
+	if err := sa.checkKafka(ctx); err != nil {
+		return nil, err
+	}
 	var all []core.Record
-	for _, c := range []struct {
-		side    string
+	for i, c := range []struct {
+		side    contract.Side
 		brokers []string
-	}{{contract.SidePrimary, primary}, {contract.SideStandby, standby}} {
-		recs, st, err := history.ReadTopic(ctx, history.TopicOptions{Brokers: c.brokers, Side: c.side, Topic: topic, Since: since})
+	}{{contract.Primary, sa.primary}, {contract.Standby, sa.standby}} {
+		recs, st, err := history.ReadTopic(ctx, history.TopicOptions{Brokers: c.brokers, KafkaAuth: sa.auth[i], Side: c.side, Topic: topic, Since: sa.sinceT})
 		if err != nil {
 			return nil, err
 		}
@@ -312,7 +327,7 @@ func printSimulatedSwitches(w io.Writer, res core.SimResult, recorded map[string
 		deg = append(deg, fmt.Sprintf("%s %d", svc, res.DegradedWindows[svc]))
 		stg = append(stg, fmt.Sprintf("%s %d", svc, res.StaggerWindows[svc]))
 		for _, side := range contract.Sides() {
-			unh = append(unh, fmt.Sprintf("%s/%s %d", svc, side, res.UnhealthyWindows[svc+"/"+side]))
+			unh = append(unh, fmt.Sprintf("%s/%s %d", svc, side, res.UnhealthyWindows[svc.String()+"/"+side.String()]))
 		}
 	}
 	fmt.Fprintf(w, "switches: %s (%d in all)\n", strings.Join(sw, ", "), len(res.Switches))
@@ -320,8 +335,8 @@ func printSimulatedSwitches(w io.Writer, res core.SimResult, recorded map[string
 		var rec []string
 		n := 0
 		for _, svc := range contract.Services() {
-			rec = append(rec, fmt.Sprintf("%s %d", svc, recorded[svc]))
-			n += recorded[svc]
+			rec = append(rec, fmt.Sprintf("%s %d", svc, recorded[svc.String()]))
+			n += recorded[svc.String()]
 		}
 		fmt.Fprintf(w, "switches as recorded: %s (%d in all)\n", strings.Join(rec, ", "), n)
 	}
@@ -333,19 +348,19 @@ func printSimulatedSwitches(w io.Writer, res core.SimResult, recorded map[string
 // simulationJSON is the --json output.
 type simulationJSON struct {
 	// Source is what was replayed: health (samples) or record (verdicts).
-	Source           string         `json:"source"`
-	From             time.Time      `json:"from"`
-	To               time.Time      `json:"to"`
-	Window           string         `json:"window"`
-	Windows          int            `json:"windows"`
-	Samples          uint64         `json:"samples"`
-	Duplicates       uint64         `json:"duplicates"`
-	Ignored          uint64         `json:"ignored"`
-	Thresholds       map[string]any `json:"thresholds"`
-	Switches         []core.Switch  `json:"switches"`
-	UnhealthyWindows map[string]int `json:"unhealthy_windows"`
-	DegradedWindows  map[string]int `json:"degraded_windows"`
-	StaggerWindows   map[string]int `json:"stagger_windows"`
+	Source           string                   `json:"source"`
+	From             time.Time                `json:"from"`
+	To               time.Time                `json:"to"`
+	Window           string                   `json:"window"`
+	Windows          int                      `json:"windows"`
+	Samples          uint64                   `json:"samples"`
+	Duplicates       uint64                   `json:"duplicates"`
+	Ignored          uint64                   `json:"ignored"`
+	Thresholds       map[string]any           `json:"thresholds"`
+	Switches         []core.Switch            `json:"switches"`
+	UnhealthyWindows map[string]int           `json:"unhealthy_windows"`
+	DegradedWindows  map[contract.Service]int `json:"degraded_windows"`
+	StaggerWindows   map[contract.Service]int `json:"stagger_windows"`
 	// With --source record: the switches the monitor made over the same
 	// windows, per service, and the thresholds it made them with.
 	RecordedSwitches   map[string]int        `json:"recorded_switches,omitempty"`
@@ -385,4 +400,17 @@ func thresholds(c core.Config) map[string]any {
 		"decision.preferred": d.Preferred, "decision.failover_after": d.FailoverAfter, "decision.grace": d.Grace.String(),
 		"stagger.period": c.Stagger.Period.String(),
 	}
+}
+
+// checkKafka stops at once when a cluster refuses the TLS or SASL settings.
+func (sa *simulateArgs) checkKafka(ctx context.Context) error {
+	for i, brokers := range [][]string{sa.primary, sa.standby} {
+		if len(brokers) == 0 {
+			continue
+		}
+		if err := kafka.CheckAuth(ctx, kafka.Cluster{Name: contract.Sides()[i].String(), Brokers: brokers, Auth: sa.auth[i]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

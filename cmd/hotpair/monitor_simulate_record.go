@@ -103,8 +103,12 @@ func (sa *simulateArgs) record(ctx context.Context, a *app) ([]decisions.Entry, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, sa.timeout)
 	defer cancel()
+	if err := sa.checkKafka(ctx); err != nil {
+		return nil, err
+	}
 	var sources []decisions.Source
-	for _, c := range []decisions.Source{{Side: contract.SidePrimary, Brokers: sa.primary}, {Side: contract.SideStandby, Brokers: sa.standby}} {
+	for _, c := range []decisions.Source{{Side: contract.Primary.String(), Brokers: sa.primary, KafkaAuth: sa.auth[0]},
+		{Side: contract.Standby.String(), Brokers: sa.standby, KafkaAuth: sa.auth[1]}} {
 		if len(c.Brokers) > 0 {
 			sources = append(sources, c)
 		}
@@ -134,7 +138,7 @@ func recordedSwitches(entries []decisions.Entry, from, to time.Time) map[string]
 	out := map[string]int{}
 	for _, e := range entries {
 		if e.Kind == decisions.KindSwitch && e.Cause != "initial" && e.At.After(from) && !e.At.After(to) {
-			out[e.Service]++
+			out[e.Service.String()]++
 		}
 	}
 	return out

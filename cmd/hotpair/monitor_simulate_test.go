@@ -34,11 +34,11 @@ func flappingRecords() []core.Record {
 		for _, svc := range contract.Services() {
 			for _, side := range contract.Sides() {
 				lag := int64(40)
-				if side == contract.SidePrimary && m >= 10 && m < 20 && m%2 == 0 {
+				if side == contract.Primary && m >= 10 && m < 20 && m%2 == 0 {
 					lag = 90_000
 				}
 				for i, inst := range []string{"a", "b"} {
-					s := contract.HealthSample{V: 1, Service: svc, Side: side, Role: "live", Instance: inst, Build: "b1",
+					s := contract.HealthSample{V: 1, Service: svc.Stage(), Side: side, Role: contract.RoleLive, Instance: inst, Build: "b1",
 						Partitions: []int32{int32(i)}, TopicPartitions: 2, WindowStart: ws, WindowEnd: ws.Add(10 * time.Second),
 						Events: 500, LagMsMax: lag}
 					for range 500 {
@@ -139,7 +139,7 @@ func TestMonitorSimulateTopics(t *testing.T) {
 	for i, side := range contract.Sides() {
 		c := kafkatest.Cluster(t)
 		brokers[i] = c.ListenAddrs()
-		if err := kafka.EnsureTopics(context.Background(), brokers[i], 2, 1, kafka.TopicSpec{Name: topic}); err != nil {
+		if err := kafka.EnsureTopics(context.Background(), kafka.Cluster{Brokers: brokers[i]}, 2, 1, kafka.TopicSpec{Name: topic}); err != nil {
 			t.Fatal(err)
 		}
 		var krecs []*kgo.Record

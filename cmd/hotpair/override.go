@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -109,8 +110,8 @@ func runOverrideClear(ctx context.Context, a *app, args []string) int {
 	if problem != "" {
 		return usageError(fs, a.stderr, "%s", problem)
 	}
-	if *service == "" {
-		return usageError(fs, a.stderr, "--service is required")
+	if contract.ServiceByName(*service) == 0 {
+		return usageError(fs, a.stderr, "--service is required: one of %s", strings.Join(contract.ServiceNames(), ", "))
 	}
 	sess, err := zf.connect(ctx, a, creds)
 	if err != nil {
@@ -120,7 +121,7 @@ func runOverrideClear(ctx context.Context, a *app, args []string) int {
 	defer sess.Close()
 	conn := sess.Conn()
 	paths := contract.NewPaths(*zf.root)
-	o, err := monitor.ClearOverride(conn, paths, *service, operatorName(*by, creds), *reason, time.Now())
+	o, err := monitor.ClearOverride(conn, paths, contract.ServiceByName(*service), operatorName(*by, creds), *reason, time.Now())
 	if errors.Is(err, monitor.ErrNoOverride) {
 		fmt.Fprintf(a.stdout, "no override in force for %s: nothing to clear\n", *service)
 		return 0

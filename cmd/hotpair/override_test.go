@@ -83,16 +83,16 @@ func TestStatusAndOverrideOnZooKeeper(t *testing.T) {
 	paths := contract.NewPaths(root)
 	// A selection as a monitor published it before going away.
 	since := time.Now().Add(-20 * time.Minute).UTC()
-	sel := contract.Selection{V: 1, Service: "budget", Active: "standby", Preferred: "primary", Epoch: 2,
+	sel := contract.Selection{V: 1, Service: contract.ServiceBudget, Active: contract.Standby, Preferred: contract.Primary, Epoch: 2,
 		DecidedAt: time.Now().UTC(), LastSwitch: time.Now().Add(-5 * time.Minute).UTC(),
 		Reason: "failover primary → standby: primary unhealthy for 1 window(s): lag_high: p99 120000 ms > limit 60000 ms",
-		Sides: map[string]contract.SideState{
-			"primary": {Healthy: false, Reasons: []string{"lag_high: p99 120000 ms > limit 60000 ms"}, QPS: 812, LagP99Ms: 120000, Build: "b7"},
-			"standby": {Healthy: true, HealthySince: &since, QPS: 815, LagP99Ms: 50, Build: "b6"},
+		Sides: map[contract.Side]contract.SideState{
+			contract.Primary: {Healthy: false, Reasons: []string{"lag_high: p99 120000 ms > limit 60000 ms"}, QPS: 812, LagP99Ms: 120000, Build: "b7"},
+			contract.Standby: {Healthy: true, HealthySince: &since, QPS: 815, LagP99Ms: 50, Build: "b6"},
 		},
 		StaggerViolation: "both sides took a new build within the stagger period 1h0m0s"}
 	b, _ := contract.Encode(sel)
-	if _, err := conn.Create(paths.Selection("budget"), b, 0, zkutil.OpenACL()); err != nil {
+	if _, err := conn.Create(paths.Selection(contract.ServiceBudget), b, 0, zkutil.OpenACL()); err != nil {
 		t.Fatal(err)
 	}
 	zkf := []string{"--zk", addr, "--zk-root", root}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -24,6 +25,7 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 	httpAddr := fs.String("http", "", "address for /metrics and /healthz (key http.listen)")
 	instance := fs.String("instance", "", "instance name in health samples (key instance)")
 	role := fs.String("role", "", "role: live or dark (key role)")
+	kf := kafka.AddFlags(fs)
 	var zkServers listFlag
 	fs.Var(&zkServers, "zk", "ZooKeeper servers to register the instance in, host:port, comma-separated (key zk.servers)")
 	if code, done := parseNoArgs(a, fs, args); done {
@@ -50,6 +52,9 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 	if len(stages) > 0 {
 		cfg.Stages = stages
 	}
+	if sec := kf.Security(); !sec.IsZero() {
+		cfg.Kafka = sec
+	}
 	if len(zkServers) > 0 {
 		cfg.ZK.Servers = zkServers
 	}
@@ -66,12 +71,16 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "hotpair pipeline: config %s: %v\n", *cfgPath, err)
 		return 1
 	}
+	opts, err := cfg.Options()
+	if err != nil {
+		fmt.Fprintln(a.stderr, "hotpair pipeline:", err)
+		return 1
+	}
 	if a.checkOnly {
 		return 0
 	}
 
 	reg := newRegistry()
-	opts := cfg.Options()
 	opts.Logger, opts.Registerer = a.logger, reg
 	p, err := pipeline.New(opts)
 	if err != nil {

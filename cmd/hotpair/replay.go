@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/replay"
 )
 
@@ -94,6 +95,7 @@ func runReplayRecord(ctx context.Context, a *app, args []string) int {
 	limit := fs.Int64("limit", 0, "stop after this many records (0: no limit)")
 	progress := fs.String("progress", "auto", "progress display: auto (a live line on a terminal, a line every 10s otherwise), plain, none")
 	httpAddr := fs.String("http", "", "serve /metrics on this address while recording")
+	kf := kafka.AddFlags(fs)
 	ff := addFilterFlags(fs)
 	pos, code, done := parseMixed(fs, args)
 	if done {
@@ -111,7 +113,11 @@ func runReplayRecord(ctx context.Context, a *app, args []string) int {
 	case *progress != "auto" && *progress != "plain" && *progress != "none":
 		return usageError(fs, a.stderr, "--progress must be auto, plain or none")
 	}
-	o := replay.RecorderOptions{Brokers: brokers, Topic: *topic, Output: *out, Duration: *duration, Limit: *limit, Logger: a.logger}
+	auth, ok := loadKafka(a, "replay record", kf)
+	if !ok {
+		return 1
+	}
+	o := replay.RecorderOptions{Brokers: brokers, KafkaAuth: auth, Topic: *topic, Output: *out, Duration: *duration, Limit: *limit, Logger: a.logger}
 	now := time.Now()
 	var err error
 	if since != "" {
@@ -287,6 +293,7 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	maxInFlight := fs.Int("max-in-flight", 10000, "records a target may hold unacknowledged before the player waits for it")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	httpAddr := fs.String("http", "", "serve /metrics on this address while playing")
+	kf := kafka.AddFlags(fs)
 	ff := addFilterFlags(fs)
 	pos, code, done := parseMixed(fs, args)
 	if done {
@@ -295,6 +302,10 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	if len(pos) != 1 {
 		return usageError(fs, a.stderr, "want exactly one recording file")
 	}
+	auth, ok := loadKafka(a, "replay play", kf)
+	if !ok {
+		return 1
+	}
 	o := replay.PlayerOptions{Recording: pos[0], QPS: *qps, Percent: *percent, Unpaced: *unpaced, Loop: *loop,
 		Duration: *duration, MaxInFlight: *maxInFlight, SetTimeField: *setTime, Logger: a.logger}
 	for _, t := range targets {
@@ -302,6 +313,7 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 		if err != nil {
 			return usageError(fs, a.stderr, "--target: %v", err)
 		}
+		tg.KafkaAuth = auth
 		o.Targets = append(o.Targets, tg)
 	}
 	for _, h := range headers {
@@ -402,6 +414,7 @@ func runReplayVerify(ctx context.Context, a *app, args []string) int {
 	settle := fs.Duration("settle", 0, "how long outputs must stay unchanged before comparing (default: window + lateness + 3s)")
 	timeout := fs.Duration("timeout", 0, "bound on the whole verification (default 10m)")
 	workDir := fs.String("work-dir", "", "keep the pipelines' logs and state here (default: a temporary directory, kept only on failure)")
+	kf := kafka.AddFlags(fs) // for --baseline-brokers and --candidate-brokers
 	ff := addFilterFlags(fs)
 	pos, code, done := parseMixed(fs, args)
 	if done {
@@ -421,7 +434,7 @@ func runReplayVerify(ctx context.Context, a *app, args []string) int {
 	o := replay.VerifyOptions{Recording: *recording, Budgets: *budgets, Baseline: *baseline, Candidate: *candidate,
 		BaselineBrokers: baseBrokers, CandidateBrokers: candBrokers, PipelineConfig: *pipeCfg,
 		Partitions: int32(*partitions), TopicPrefix: *prefix, QPS: *qps, Percent: *percent, Unpaced: *unpaced,
-		KeepEventTime: *keepTime, Settle: *settle, Timeout: *timeout, WorkDir: *workDir, Logger: a.logger}
+		KeepEventTime: *keepTime, Settle: *settle, Timeout: *timeout, WorkDir: *workDir, Kafka: kf.Security(), Logger: a.logger}
 	if *cfgPath != "" {
 		cfg, err := replay.LoadVerifyConfig(*cfgPath)
 		if err != nil {

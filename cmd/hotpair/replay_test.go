@@ -105,7 +105,7 @@ func TestReplayInspectRetimePlayCommands(t *testing.T) {
 
 	c := kafkatest.Cluster(t)
 	brokers := c.ListenAddrs()
-	if err := kafka.EnsureTopics(t.Context(), brokers, 2, 1, kafka.TopicSpec{Name: "ad-events"}); err != nil {
+	if err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: brokers}, 2, 1, kafka.TopicSpec{Name: "ad-events"}); err != nil {
 		t.Fatal(err)
 	}
 	target := strings.Join(brokers, ",") + "/ad-events"
@@ -166,7 +166,7 @@ func TestReplayVerifyCommandPassesTheSameBuild(t *testing.T) {
 func TestReplayRecordCommandPastWindow(t *testing.T) {
 	c := kafkatest.Cluster(t)
 	brokers := c.ListenAddrs()
-	if err := kafka.EnsureTopics(t.Context(), brokers, 3, 1, kafka.TopicSpec{Name: "ad-events"}); err != nil {
+	if err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: brokers}, 3, 1, kafka.TopicSpec{Name: "ad-events"}); err != nil {
 		t.Fatal(err)
 	}
 	cl := kafkatest.Client(t, brokers)

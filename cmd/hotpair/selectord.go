@@ -32,7 +32,7 @@ func runSelectord(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return usageError(fs, a.stderr, "--services: %v", err)
 	}
-	side, err := selector.ParseSide(*defaultSide)
+	side, err := contract.ParseSide(*defaultSide)
 	if err != nil {
 		return usageError(fs, a.stderr, "--default-side: %v", err)
 	}
@@ -73,14 +73,14 @@ func runSelectord(ctx context.Context, a *app, args []string) int {
 }
 
 // selectordServices parses --services (all services when empty).
-func selectordServices(names []string) ([]selector.Service, error) {
+func selectordServices(names []string) ([]contract.Service, error) {
 	if len(names) == 0 {
-		return selector.Services(), nil
+		return contract.Services(), nil
 	}
-	seen := map[selector.Service]bool{}
-	var out []selector.Service
+	seen := map[contract.Service]bool{}
+	var out []contract.Service
 	for _, n := range names {
-		svc, err := selector.ParseService(n)
+		svc, err := contract.ParseService(n)
 		if err != nil {
 			return nil, err
 		}

@@ -64,8 +64,8 @@ func (b *selectordBuffer) String() string {
 func TestSelectordServesTheSelection(t *testing.T) {
 	conn, addr, root := zkForTest(t, "selectord")
 	paths := contract.NewPaths(root)
-	doc, _ := contract.Encode(contract.Selection{V: 1, Service: "pacer", Active: "standby", Preferred: "primary", Epoch: 6, Reason: "primary lag_high"})
-	if _, err := conn.Create(paths.Selection("pacer"), doc, 0, zkutil.OpenACL()); err != nil {
+	doc, _ := contract.Encode(contract.Selection{V: 1, Service: contract.ServicePacer, Active: contract.Standby, Preferred: contract.Primary, Epoch: 6, Reason: "primary lag_high"})
+	if _, err := conn.Create(paths.Selection(contract.ServicePacer), doc, 0, zkutil.OpenACL()); err != nil {
 		t.Fatal(err)
 	}
 

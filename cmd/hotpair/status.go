@@ -77,12 +77,15 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "%s", problem)
 	}
 	if len(services) == 0 {
-		services = contract.Services()
+		services = contract.ServiceNames()
 	}
+	var svcs []contract.Service
 	for _, s := range services {
-		if !contract.IsService(s) {
-			return usageError(fs, a.stderr, "--services: %q is not one of %s", s, strings.Join(contract.Services(), ", "))
+		svc, err := contract.ParseService(s)
+		if err != nil {
+			return usageError(fs, a.stderr, "--services: %q is not one of %s", s, strings.Join(contract.ServiceNames(), ", "))
 		}
+		svcs = append(svcs, svc)
 	}
 	sess, err := zf.connect(ctx, a, creds)
 	if err != nil {
@@ -90,7 +93,7 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		return 1
 	}
 	defer sess.Close()
-	st, err := monitor.ReadStatus(sess.Conn(), contract.NewPaths(*zf.root), services, time.Now())
+	st, err := monitor.ReadStatus(sess.Conn(), contract.NewPaths(*zf.root), svcs, time.Now())
 	if err != nil {
 		fmt.Fprintf(a.stderr, "hotpair status: %v\n", err)
 		return 1

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,20 +17,55 @@ import (
 // a broker may take to answer before the client gives up on the request.
 const RequestTimeoutOverhead = 5 * time.Second
 
-// NewClient returns a franz-go client of brokers that identifies itself as
-// clientID, with opts (consumer or producer settings) added. It is the one
-// constructor of hotpair's franz-go clients: what every client needs
-// (security settings, timeouts) goes here once.
-func NewClient(brokers []string, clientID string, opts ...kgo.Opt) (*kgo.Client, error) {
-	base := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.RequestTimeoutOverhead(RequestTimeoutOverhead)}
+// Cluster is one Kafka cluster as hotpair's clients reach it: its seed
+// brokers and its loaded security settings. Two clusters (the two sides, a
+// dark canary's) share nothing, so every client is built for one Cluster.
+type Cluster struct {
+	// Name names the cluster in errors and logs ("primary", "standby"...).
+	Name    string
+	Brokers []string
+	// Auth is the cluster's TLS and SASL (nil: plaintext without SASL).
+	Auth *contract.KafkaAuth
+}
+
+// String names the cluster and its brokers, without secrets.
+func (c Cluster) String() string {
+	name := c.Name
+	if name == "" {
+		name = "kafka"
+	}
+	return fmt.Sprintf("%s cluster %v (%s)", name, c.Brokers, c.Auth)
+}
+
+// NewClient returns a franz-go client of the cluster that identifies itself
+// as clientID, with opts (consumer or producer settings) added. It is the one
+// constructor of hotpair's franz-go clients: brokers, client id, timeouts,
+// TLS and SASL are set here once, for every daemon and tool.
+func NewClient(c Cluster, clientID string, opts ...kgo.Opt) (*kgo.Client, error) {
+	base := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.RequestTimeoutOverhead(RequestTimeoutOverhead)}
 	if clientID != "" {
 		base = append(base, kgo.ClientID(clientID))
 	}
+	if err := c.Auth.Validate(); err != nil {
+		return nil, fmt.Errorf("kafka: %s: %w", c, err)
+	}
+	if tc := tlsOf(c.Auth); tc != nil {
+		base = append(base, kgo.DialTLSConfig(tc))
+	}
+	if m := mechanismOf(c.Auth); m != nil {
+		base = append(base, kgo.SASL(m))
+	}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: client %s: %w", clientID, err)
+		return nil, fmt.Errorf("kafka: client %s of the %s: %w", clientID, c, err)
 	}
 	return cl, nil
+}
+
+// NewProducer returns a client of the cluster that produces records to
+// topics goka reads: keys go to goka's partitions (GokaPartitioner).
+func NewProducer(c Cluster, clientID string, opts ...kgo.Opt) (*kgo.Client, error) {
+	return NewClient(c, clientID, append([]kgo.Opt{GokaPartitioner()}, opts...)...)
 }
 
 // ErrNoTopic is returned by ReadRange when the topic does not exist.

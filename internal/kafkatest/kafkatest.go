@@ -14,6 +14,7 @@ import (
 
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafka/devsec"
 )
 
 // Cluster starts a single-broker kfake cluster, closed at cleanup.
@@ -27,11 +28,29 @@ func Cluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	return c
 }
 
+// SecureCluster starts a single-broker kfake cluster with TLS and SASL on
+// (devsec), closed at cleanup, and returns it with the settings its clients
+// connect with.
+func SecureCluster(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, *devsec.Setup) {
+	t.Helper()
+	sec, err := devsec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Cluster(t, append(sec.ClusterOpts(), opts...)...), sec
+}
+
 // Client returns a franz-go client of the cluster with goka-compatible
 // partitioning, closed at cleanup.
 func Client(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kafka.GokaPartitioner()}, opts...)...)
+	return ClientOf(t, kafka.Cluster{Brokers: brokers}, opts...)
+}
+
+// ClientOf is Client for a cluster with its security settings.
+func ClientOf(t testing.TB, c kafka.Cluster, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kafka.NewProducer(c, "", opts...)
 	if err != nil {
 		t.Fatalf("kgo client: %v", err)
 	}
@@ -43,7 +62,13 @@ func Client(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
 // timeout, and returns them.
 func ReadAll(t testing.TB, brokers []string, topic string, want int, timeout time.Duration) []*kgo.Record {
 	t.Helper()
-	cl := Client(t, brokers, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	return ReadAllOf(t, kafka.Cluster{Brokers: brokers}, topic, want, timeout)
+}
+
+// ReadAllOf is ReadAll for a cluster with its security settings.
+func ReadAllOf(t testing.TB, c kafka.Cluster, topic string, want int, timeout time.Duration) []*kgo.Record {
+	t.Helper()
+	cl := ClientOf(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out []*kgo.Record

@@ -23,7 +23,7 @@ func BenchmarkEvaluation(b *testing.B) {
 	var samples []contract.HealthSample
 	for _, svc := range contract.Services() {
 		for _, side := range contract.Sides() {
-			f := healthyFleet(svc, side)
+			f := healthyFleet(svc.Stage(), side)
 			f.instances, f.partitions, f.qps = instances, partitions, 20_000
 			for ws := t0; ws.Before(t0.Add(cfg.Window)); ws = ws.Add(cfg.Rules.SampleInterval) {
 				samples = append(samples, f.samples(ws, ws.Add(cfg.Rules.SampleInterval))...)

@@ -87,6 +87,12 @@ type DecisionConfig struct {
 	Grace time.Duration `yaml:"grace"`
 }
 
+// PreferredSide is Preferred as a side (unset until the config is valid).
+func (d DecisionConfig) PreferredSide() contract.Side {
+	s, _ := contract.ParseSide(d.Preferred)
+	return s
+}
+
 // StaggerConfig configures the staggered-deploy check.
 type StaggerConfig struct {
 	// Period: a build first seen on a side less than Period ago is new; both
@@ -109,7 +115,7 @@ func DefaultConfig() Config {
 			CatchUpLag:      5 * time.Second,
 		},
 		Decision: DecisionConfig{
-			Preferred:     contract.SidePrimary,
+			Preferred:     contract.Primary.String(),
 			FailoverAfter: 1,
 			Grace:         10 * time.Minute,
 		},
@@ -150,8 +156,8 @@ func (c Config) Validate() error {
 		bad("rules.lag_limit", "must be above 0 (e.g. 60s), got %s", r.LagLimit)
 	}
 	d := c.Decision
-	if !contract.IsSide(d.Preferred) {
-		bad("decision.preferred", "must be %q or %q, got %q", contract.SidePrimary, contract.SideStandby, d.Preferred)
+	if !d.PreferredSide().Valid() {
+		bad("decision.preferred", "must be %q or %q, got %q", contract.Primary, contract.Standby, d.Preferred)
 	}
 	if d.FailoverAfter < 1 {
 		bad("decision.failover_after", "must be at least 1 window (e.g. 1), got %d", d.FailoverAfter)

@@ -43,7 +43,7 @@ type Input struct {
 	// Verdicts of a window that just closed, by side. Nil when re-deciding
 	// between windows (an override appeared or ended): the side states then
 	// stay as they are and no window is counted.
-	Verdicts map[string]Verdict
+	Verdicts map[contract.Side]Verdict
 	// Override is the operator override of the service, if one exists; it
 	// applies while now is before its Until.
 	Override *contract.Override
@@ -51,12 +51,12 @@ type Input struct {
 
 // Decision is the outcome of one step for one service.
 type Decision struct {
-	Service string
+	Service contract.Service
 	// State is the new state: the driver persists State.Selection().
 	State State
 	Kind  Kind
 	// From is the active side before the step ("" at the first decision).
-	From string
+	From contract.Side
 	// Switched is set when the active side changed (Epoch grew).
 	Switched bool
 	// Changed is set when anything a reader acts on changed: the active
@@ -84,10 +84,10 @@ type Decision struct {
 //  6. otherwise stay.
 func Step(cfg DecisionConfig, prev State, in Input, now time.Time) Decision {
 	next := prev
-	next.Preferred = cfg.Preferred
-	first := prev.Active == ""
+	next.Preferred = cfg.PreferredSide()
+	first := prev.Active == 0
 	if first {
-		next.Active = cfg.Preferred
+		next.Active = cfg.PreferredSide()
 	}
 	if in.Verdicts != nil {
 		next.observe(in.Verdicts)
@@ -123,13 +123,13 @@ func Step(cfg DecisionConfig, prev State, in Input, now time.Time) Decision {
 }
 
 // choose picks the active side; see Step for the order of the rules.
-func choose(cfg DecisionConfig, s *State, override *contract.Override, now time.Time) (Kind, string, string) {
+func choose(cfg DecisionConfig, s *State, override *contract.Override, now time.Time) (Kind, contract.Side, string) {
 	if override != nil {
 		return KindOverride, override.Side, fmt.Sprintf("operator override to %s by %s until %s: %s",
 			override.Side, orUnknown(override.By), override.Until.UTC().Format(time.RFC3339), override.Reason)
 	}
 	active := s.Active
-	other := contract.OtherSide(active)
+	other := active.Other()
 	a, o := s.Side(active), s.Side(other)
 	switch {
 	case !a.Known || !o.Known:
@@ -146,7 +146,7 @@ func choose(cfg DecisionConfig, s *State, override *contract.Override, now time.
 	case !a.Healthy:
 		return KindStay, active, fmt.Sprintf("staying on %s: unhealthy for %d of %d windows before failover: %s",
 			active, a.UnhealthyWindows, cfg.FailoverAfter, reasons(a))
-	case active != cfg.Preferred:
+	case active != cfg.PreferredSide():
 		return returnOrStay(cfg, s, now)
 	case a.CatchingUp != "":
 		return KindStay, active, fmt.Sprintf("%s healthy (%s), catching up: %s", active, evidence(a), a.CatchingUp)
@@ -156,8 +156,8 @@ func choose(cfg DecisionConfig, s *State, override *contract.Override, now time.
 
 // returnOrStay decides on the non-preferred side while it is healthy: go back
 // once the preferred side has been healthy for the whole grace period.
-func returnOrStay(cfg DecisionConfig, s *State, now time.Time) (Kind, string, string) {
-	active, pref := s.Active, cfg.Preferred
+func returnOrStay(cfg DecisionConfig, s *State, now time.Time) (Kind, contract.Side, string) {
+	active, pref := s.Active, cfg.PreferredSide()
 	p := s.Side(pref)
 	switch {
 	case !p.Healthy:
@@ -192,7 +192,7 @@ func laggingTogether(a, o *SideState) bool {
 // degraded: no side can serve well — both unhealthy, or the active side only
 // lags and the other is behind too.
 func degraded(s *State) bool {
-	return bothUnhealthy(s) || laggingTogether(s.Side(s.Active), s.Side(contract.OtherSide(s.Active)))
+	return bothUnhealthy(s) || laggingTogether(s.Side(s.Active), s.Side(s.Active.Other()))
 }
 
 func healthChanged(prev, next *State) bool {

@@ -10,9 +10,9 @@ import (
 )
 
 // verdicts builds the Input verdicts of one window ending at end.
-func verdicts(end time.Time, window time.Duration, primaryHealthy, standbyHealthy bool) map[string]Verdict {
-	v := func(side string, healthy bool) Verdict {
-		out := Verdict{Key: Key{"budget", side}, WindowStart: end.Add(-window), WindowEnd: end, Healthy: healthy,
+func verdicts(end time.Time, window time.Duration, primaryHealthy, standbyHealthy bool) map[contract.Side]Verdict {
+	v := func(side contract.Side, healthy bool) Verdict {
+		out := Verdict{Key: Key{contract.StageBudget, side}, WindowStart: end.Add(-window), WindowEnd: end, Healthy: healthy,
 			Stats: WindowStats{QPS: 100, LagP99Ms: 50}}
 		if !healthy {
 			out.Reasons = []Reason{{RuleLagHigh, "p99 75000 ms > limit 60000 ms"}}
@@ -20,14 +20,18 @@ func verdicts(end time.Time, window time.Duration, primaryHealthy, standbyHealth
 		}
 		return out
 	}
-	return map[string]Verdict{"primary": v("primary", primaryHealthy), "standby": v("standby", standbyHealthy)}
+	return map[contract.Side]Verdict{contract.Primary: v(contract.Primary, primaryHealthy), contract.Standby: v(contract.Standby, standbyHealthy)}
 }
 
 // behindStandby and behindPrimary make a side healthy but catching up.
-func behindStandby(vs map[string]Verdict) map[string]Verdict { return behind(vs, "standby") }
-func behindPrimary(vs map[string]Verdict) map[string]Verdict { return behind(vs, "primary") }
+func behindStandby(vs map[contract.Side]Verdict) map[contract.Side]Verdict {
+	return behind(vs, contract.Standby)
+}
+func behindPrimary(vs map[contract.Side]Verdict) map[contract.Side]Verdict {
+	return behind(vs, contract.Primary)
+}
 
-func behind(vs map[string]Verdict, side string) map[string]Verdict {
+func behind(vs map[contract.Side]Verdict, side contract.Side) map[contract.Side]Verdict {
 	v := vs[side]
 	v.Stats.LagP99Ms, v.CatchingUp = 30_000, "lag p99 30000 ms > catch_up_lag 5000 ms"
 	vs[side] = v
@@ -35,10 +39,10 @@ func behind(vs map[string]Verdict, side string) map[string]Verdict {
 }
 
 // deadPrimary makes the primary fail no_heartbeat instead of lag_high.
-func deadPrimary(vs map[string]Verdict) map[string]Verdict {
-	v := vs["primary"]
+func deadPrimary(vs map[contract.Side]Verdict) map[contract.Side]Verdict {
+	v := vs[contract.Primary]
 	v.Reasons = []Reason{{RuleNoHeartbeat, "last sample 2m0s ago > limit 30s (3 × 10s)"}}
-	vs["primary"] = v
+	vs[contract.Primary] = v
 	return vs
 }
 
@@ -52,13 +56,13 @@ func TestStep(t *testing.T) {
 	const w = 2 * time.Minute
 	now := t0.Add(time.Hour)
 	onStandby := func(primaryHealthySince time.Duration) State {
-		s := State{Service: "budget", Active: "standby", Preferred: "primary", Epoch: 2, LastSwitch: now.Add(-time.Hour)}
+		s := State{Service: contract.ServiceBudget, Active: contract.Standby, Preferred: contract.Primary, Epoch: 2, LastSwitch: now.Add(-time.Hour)}
 		s.Sides[0] = SideState{Known: true, Healthy: true, HealthySince: now.Add(-primaryHealthySince)}
 		s.Sides[1] = SideState{Known: true, Healthy: true, HealthySince: now.Add(-2 * time.Hour)}
 		return s
 	}
 	onPrimary := func() State {
-		s := State{Service: "budget", Active: "primary", Preferred: "primary", Epoch: 1}
+		s := State{Service: contract.ServiceBudget, Active: contract.Primary, Preferred: contract.Primary, Epoch: 1}
 		s.Sides[0] = SideState{Known: true, Healthy: true, HealthySince: now.Add(-time.Hour)}
 		s.Sides[1] = SideState{Known: true, Healthy: true, HealthySince: now.Add(-time.Hour)}
 		return s
@@ -73,9 +77,9 @@ func TestStep(t *testing.T) {
 		wantDegraded bool
 		wantReason   string
 	}{
-		{"first decision on the preferred side", State{Service: "budget"}, Input{Verdicts: verdicts(now, w, true, true)},
+		{"first decision on the preferred side", State{Service: contract.ServiceBudget}, Input{Verdicts: verdicts(now, w, true, true)},
 			"primary", KindInitial, false, false, "primary healthy (qps 100.00, lag p99 50 ms)"},
-		{"first decision with a broken primary fails over", State{Service: "budget"}, Input{Verdicts: verdicts(now, w, false, true)},
+		{"first decision with a broken primary fails over", State{Service: contract.ServiceBudget}, Input{Verdicts: verdicts(now, w, false, true)},
 			"standby", KindFailover, false, false, "failover primary → standby: primary unhealthy for 1 window(s): lag_high: p99 75000 ms > limit 60000 ms; standby healthy (qps 100.00, lag p99 50 ms)"},
 		{"healthy primary stays", onPrimary(), Input{Verdicts: verdicts(now, w, true, true)},
 			"primary", KindStay, false, false, "primary healthy"},
@@ -100,16 +104,16 @@ func TestStep(t *testing.T) {
 		{"healthy primary catching up stays, and says so", onPrimary(), Input{Verdicts: behindPrimary(verdicts(now, w, true, true))},
 			"primary", KindStay, false, false, "primary healthy (qps 100.00, lag p99 30000 ms), catching up: lag p99 30000 ms > catch_up_lag 5000 ms"},
 		{"override wins over a healthy primary", onPrimary(), Input{Verdicts: verdicts(now, w, true, true),
-			Override: &contract.Override{Side: "standby", Until: now.Add(time.Minute), Reason: "drill", By: "alice"}},
+			Override: &contract.Override{Side: contract.Standby, Until: now.Add(time.Minute), Reason: "drill", By: "alice"}},
 			"standby", KindOverride, true, false, "operator override to standby by alice until 2026-11-30T13:01:00Z: drill"},
 		{"expired override is ignored", onPrimary(), Input{Verdicts: verdicts(now, w, true, true),
-			Override: &contract.Override{Side: "standby", Until: now, Reason: "drill", By: "alice"}},
+			Override: &contract.Override{Side: contract.Standby, Until: now, Reason: "drill", By: "alice"}},
 			"primary", KindStay, false, false, "primary healthy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prevCopy := tc.prev
 			d := Step(cfg, tc.prev, tc.in, now)
-			if d.State.Active != tc.wantActive || d.Kind != tc.wantKind || d.Switched != tc.wantSwitched || d.State.Degraded != tc.wantDegraded {
+			if d.State.Active.String() != tc.wantActive || d.Kind != tc.wantKind || d.Switched != tc.wantSwitched || d.State.Degraded != tc.wantDegraded {
 				t.Fatalf("got active=%s kind=%s switched=%v degraded=%v (%s)", d.State.Active, d.Kind, d.Switched, d.State.Degraded, d.Reason)
 			}
 			if !strings.HasPrefix(d.Reason, tc.wantReason) || d.State.Reason != d.Reason {
@@ -118,7 +122,7 @@ func TestStep(t *testing.T) {
 			if d.Switched && (d.State.Epoch != tc.prev.Epoch+1 || !d.State.LastSwitch.Equal(now)) {
 				t.Fatalf("switch: epoch %d→%d last %v", tc.prev.Epoch, d.State.Epoch, d.State.LastSwitch)
 			}
-			if !d.Switched && tc.prev.Active != "" && (d.State.Epoch != tc.prev.Epoch || !d.State.LastSwitch.Equal(tc.prev.LastSwitch)) {
+			if !d.Switched && tc.prev.Active != 0 && (d.State.Epoch != tc.prev.Epoch || !d.State.LastSwitch.Equal(tc.prev.LastSwitch)) {
 				t.Fatalf("no switch, but epoch %d→%d", tc.prev.Epoch, d.State.Epoch)
 			}
 			if !reflect.DeepEqual(prevCopy, tc.prev) {
@@ -130,12 +134,12 @@ func TestStep(t *testing.T) {
 
 func TestStepFirstDecisionEpoch(t *testing.T) {
 	cfg := DefaultConfig().Decision
-	d := Step(cfg, State{Service: "budget"}, Input{Verdicts: verdicts(t0, time.Minute, true, true)}, t0)
+	d := Step(cfg, State{Service: contract.ServiceBudget}, Input{Verdicts: verdicts(t0, time.Minute, true, true)}, t0)
 	if d.State.Epoch != 1 || !d.Changed || d.Switched || !d.State.LastSwitch.IsZero() {
 		t.Fatalf("first: %+v", d)
 	}
-	d = Step(cfg, State{Service: "budget"}, Input{Verdicts: verdicts(t0, time.Minute, false, true)}, t0)
-	if d.State.Epoch != 1 || d.State.Active != "standby" {
+	d = Step(cfg, State{Service: contract.ServiceBudget}, Input{Verdicts: verdicts(t0, time.Minute, false, true)}, t0)
+	if d.State.Epoch != 1 || d.State.Active != contract.Standby {
 		t.Fatalf("first failover: epoch %d active %s", d.State.Epoch, d.State.Active)
 	}
 }
@@ -145,25 +149,25 @@ func TestStepFirstDecisionEpoch(t *testing.T) {
 func TestStepHealthySince(t *testing.T) {
 	cfg := DefaultConfig().Decision
 	const w = time.Minute
-	s := Step(cfg, State{Service: "budget"}, Input{Verdicts: verdicts(t0.Add(w), w, false, true)}, t0.Add(w)).State
-	if !s.Side("primary").HealthySince.IsZero() || s.Side("primary").UnhealthyWindows != 1 {
-		t.Fatalf("%+v", s.Side("primary"))
+	s := Step(cfg, State{Service: contract.ServiceBudget}, Input{Verdicts: verdicts(t0.Add(w), w, false, true)}, t0.Add(w)).State
+	if !s.Side(contract.Primary).HealthySince.IsZero() || s.Side(contract.Primary).UnhealthyWindows != 1 {
+		t.Fatalf("%+v", s.Side(contract.Primary))
 	}
 	for i := 2; i <= 4; i++ {
 		end := t0.Add(time.Duration(i) * w)
 		s = Step(cfg, s, Input{Verdicts: verdicts(end, w, true, true)}, end).State
 	}
-	if got := s.Side("primary").HealthySince; !got.Equal(t0.Add(w)) || s.Side("primary").UnhealthyWindows != 0 {
+	if got := s.Side(contract.Primary).HealthySince; !got.Equal(t0.Add(w)) || s.Side(contract.Primary).UnhealthyWindows != 0 {
 		t.Fatalf("healthy since %v", got.Sub(t0))
 	}
 	// A healthy window spent catching up ends the streak without counting as
 	// unhealthy; the next streak starts with the first window that keeps up.
 	s = Step(cfg, s, Input{Verdicts: behindPrimary(verdicts(t0.Add(5*w), w, true, true))}, t0.Add(5*w)).State
-	if p := s.Side("primary"); !p.HealthySince.IsZero() || p.UnhealthyWindows != 0 || !p.Healthy || p.CatchingUp == "" {
+	if p := s.Side(contract.Primary); !p.HealthySince.IsZero() || p.UnhealthyWindows != 0 || !p.Healthy || p.CatchingUp == "" {
 		t.Fatalf("catching up: %+v", p)
 	}
 	s = Step(cfg, s, Input{Verdicts: verdicts(t0.Add(6*w), w, true, true)}, t0.Add(6*w)).State
-	if got := s.Side("primary").HealthySince; !got.Equal(t0.Add(5*w)) || s.Side("primary").CatchingUp != "" {
+	if got := s.Side(contract.Primary).HealthySince; !got.Equal(t0.Add(5*w)) || s.Side(contract.Primary).CatchingUp != "" {
 		t.Fatalf("healthy since %v after catching up", got.Sub(t0))
 	}
 }
@@ -171,7 +175,7 @@ func TestStepHealthySince(t *testing.T) {
 func TestStepChanged(t *testing.T) {
 	cfg := DefaultConfig().Decision
 	const w = time.Minute
-	s := Step(cfg, State{Service: "budget"}, Input{Verdicts: verdicts(t0.Add(w), w, true, true)}, t0.Add(w)).State
+	s := Step(cfg, State{Service: contract.ServiceBudget}, Input{Verdicts: verdicts(t0.Add(w), w, true, true)}, t0.Add(w)).State
 	// same health, new numbers: no change to write at once
 	if d := Step(cfg, s, Input{Verdicts: verdicts(t0.Add(2*w), w, true, true)}, t0.Add(2*w)); d.Changed {
 		t.Fatal("unchanged window reported as change")
@@ -182,7 +186,7 @@ func TestStepChanged(t *testing.T) {
 		t.Fatalf("changed=%v switched=%v", d.Changed, d.Switched)
 	}
 	// an override appearing, then disappearing, are changes
-	o := &contract.Override{Side: "primary", Until: t0.Add(time.Hour), Reason: "pin", By: "bob"}
+	o := &contract.Override{Side: contract.Primary, Until: t0.Add(time.Hour), Reason: "pin", By: "bob"}
 	d = Step(cfg, s, Input{Override: o}, t0.Add(90*time.Second))
 	if !d.Changed || d.Switched || d.State.Override == nil || d.Kind != KindOverride {
 		t.Fatalf("override: %+v", d)
@@ -196,14 +200,14 @@ func TestStepChanged(t *testing.T) {
 func TestSelectionRoundTrip(t *testing.T) {
 	cfg := DefaultConfig().Decision
 	const w = time.Minute
-	s := State{Service: "pacer"}
+	s := State{Service: contract.ServicePacer}
 	for i, ph := range []bool{false, true, true, false, true} {
 		end := t0.Add(time.Duration(i+1) * w)
 		s = Step(cfg, s, Input{Verdicts: verdicts(end, w, ph, true),
-			Override: &contract.Override{V: 1, Side: "standby", Until: t0.Add(3 * w), Reason: "r", By: "b"}}, end).State
+			Override: &contract.Override{V: 1, Side: contract.Standby, Until: t0.Add(3 * w), Reason: "r", By: "b"}}, end).State
 	}
-	s.Side("primary").Build, s.Side("standby").Build = "b7", "b6"
-	s.Side("standby").CatchingUp, s.Side("standby").AggregatorLagP99Ms = "lag p99 9000 ms > catch_up_lag 5000 ms", 8000
+	s.Side(contract.Primary).Build, s.Side(contract.Standby).Build = "b7", "b6"
+	s.Side(contract.Standby).CatchingUp, s.Side(contract.Standby).AggregatorLagP99Ms = "lag p99 9000 ms > catch_up_lag 5000 ms", 8000
 	b, err := contract.Encode(s.Selection())
 	if err != nil {
 		t.Fatal(err)
@@ -220,8 +224,8 @@ func TestSelectionRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(normal(got), normal(s)) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, s)
 	}
-	if sel.Sides["primary"].HealthySince == nil || !sel.Sides["primary"].HealthySince.Equal(t0.Add(4*w)) {
-		t.Fatalf("persisted healthy_since %v", sel.Sides["primary"].HealthySince)
+	if sel.Sides[contract.Primary].HealthySince == nil || !sel.Sides[contract.Primary].HealthySince.Equal(t0.Add(4*w)) {
+		t.Fatalf("persisted healthy_since %v", sel.Sides[contract.Primary].HealthySince)
 	}
 }
 
@@ -243,9 +247,10 @@ func normal(s State) State {
 
 func TestStateFromSelectionRejects(t *testing.T) {
 	for _, sel := range []contract.Selection{
-		{V: 1, Service: "aggregator", Active: "primary"},
-		{V: 1, Service: "budget", Active: ""},
-		{V: 1, Service: "budget", Active: "primary", Sides: map[string]contract.SideState{"blue": {}}},
+		{V: 1, Service: 0, Active: contract.Primary},
+		{V: 1, Service: contract.Service(9), Active: contract.Primary},
+		{V: 1, Service: contract.ServiceBudget, Active: 0},
+		{V: 1, Service: contract.ServiceBudget, Active: contract.Primary, Sides: map[contract.Side]contract.SideState{contract.Side(9): {}}},
 	} {
 		if _, err := StateFromSelection(sel); err == nil {
 			t.Errorf("accepted %+v", sel)
@@ -261,13 +266,13 @@ func TestEngineRedecideAppliesOverrideAtOnce(t *testing.T) {
 	var fleets []fleet
 	for _, side := range contract.Sides() {
 		for _, svc := range contract.Services() {
-			fleets = append(fleets, healthyFleet(svc, side))
+			fleets = append(fleets, healthyFleet(svc.Stage(), side))
 		}
 	}
 	feed(t, e, fleets, t0, t0.Add(4*time.Minute), 10*sec)
-	o := map[string]*contract.Override{"bidder": {V: 1, Side: "standby", Until: t0.Add(time.Hour), Reason: "x", By: "y"}}
+	o := map[contract.Service]*contract.Override{contract.ServiceBidder: {V: 1, Side: contract.Standby, Until: t0.Add(time.Hour), Reason: "x", By: "y"}}
 	ds := e.Redecide(t0.Add(5*time.Minute), o)
-	if len(ds) != 1 || ds[0].Service != "bidder" || !ds[0].Switched || e.State("bidder").Active != "standby" {
+	if len(ds) != 1 || ds[0].Service != contract.ServiceBidder || !ds[0].Switched || e.State(contract.ServiceBidder).Active != contract.Standby {
 		t.Fatalf("redecide: %+v", ds)
 	}
 	if ds := e.Redecide(t0.Add(5*time.Minute+sec), o); len(ds) != 0 {

@@ -14,7 +14,7 @@ import (
 type Engine struct {
 	cfg    Config
 	agg    *Aggregator
-	states map[string]State
+	states map[contract.Service]State
 }
 
 // Evaluation is what one Tick returns.
@@ -30,7 +30,7 @@ type Evaluation struct {
 }
 
 // Verdict returns the verdict of (service, side).
-func (e Evaluation) Verdict(service, side string) (Verdict, bool) {
+func (e Evaluation) Verdict(service contract.Stage, side contract.Side) (Verdict, bool) {
 	for _, v := range e.Verdicts {
 		if v.Service == service && v.Side == side {
 			return v, true
@@ -44,9 +44,9 @@ func NewEngine(cfg Config, start time.Time) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, agg: NewAggregator(cfg, start), states: map[string]State{}}
+	e := &Engine{cfg: cfg, agg: NewAggregator(cfg, start), states: map[contract.Service]State{}}
 	for _, svc := range contract.Services() {
-		e.states[svc] = State{Service: svc, Preferred: cfg.Decision.Preferred}
+		e.states[svc] = State{Service: svc, Preferred: cfg.Decision.PreferredSide()}
 	}
 	return e, nil
 }
@@ -66,7 +66,7 @@ func (e *Engine) Counters() Counters { return e.agg.Counters() }
 func (e *Engine) WindowStart() time.Time { return e.agg.WindowStart() }
 
 // State returns the decision state of service.
-func (e *Engine) State(service string) State { return e.states[service] }
+func (e *Engine) State(service contract.Service) State { return e.states[service] }
 
 // Restore continues service's hysteresis from a persisted selection: called
 // by a monitor that just became leader, before its next Tick.
@@ -82,7 +82,7 @@ func (e *Engine) Restore(sel contract.Selection) error {
 // Tick closes the window at now, judges every (stage, side) and decides
 // every service. overrides maps a service to its operator override (absent
 // or nil: none). now must be after the window's start.
-func (e *Engine) Tick(now time.Time, overrides map[string]*contract.Override) (Evaluation, error) {
+func (e *Engine) Tick(now time.Time, overrides map[contract.Service]*contract.Override) (Evaluation, error) {
 	start := e.agg.WindowStart()
 	if !now.After(start) {
 		return Evaluation{}, fmt.Errorf("%w: tick at %s is not after the window start %s",
@@ -92,22 +92,22 @@ func (e *Engine) Tick(now time.Time, overrides map[string]*contract.Override) (E
 	ev := Evaluation{WindowStart: start, WindowEnd: now}
 	for _, stage := range contract.Stages() {
 		for _, side := range contract.Sides() {
-			self, other := e.windowOf(stats, stage, side, start, now), e.windowOf(stats, stage, contract.OtherSide(side), start, now)
+			self, other := e.windowOf(stats, stage, side, start, now), e.windowOf(stats, stage, side.Other(), start, now)
 			if stage != contract.StageAggregator {
 				self.UpstreamLagP99Ms = e.windowOf(stats, contract.StageAggregator, side, start, now).LagP99Ms
-				other.UpstreamLagP99Ms = e.windowOf(stats, contract.StageAggregator, contract.OtherSide(side), start, now).LagP99Ms
+				other.UpstreamLagP99Ms = e.windowOf(stats, contract.StageAggregator, side.Other(), start, now).LagP99Ms
 			}
 			ev.Verdicts = append(ev.Verdicts, Evaluate(e.cfg.Rules, Key{stage, side}, self, other))
 		}
 	}
 	for _, svc := range contract.Services() {
-		p, _ := ev.Verdict(svc, contract.SidePrimary)
-		s, _ := ev.Verdict(svc, contract.SideStandby)
-		in := Input{Verdicts: map[string]Verdict{contract.SidePrimary: p, contract.SideStandby: s}, Override: overrides[svc]}
+		p, _ := ev.Verdict(svc.Stage(), contract.Primary)
+		s, _ := ev.Verdict(svc.Stage(), contract.Standby)
+		in := Input{Verdicts: map[contract.Side]Verdict{contract.Primary: p, contract.Standby: s}, Override: overrides[svc]}
 		d := Step(e.cfg.Decision, e.states[svc], in, now)
 		e.states[svc] = d.State
 		ev.Decisions = append(ev.Decisions, d)
-		running := map[string][]BuildSeen{contract.SidePrimary: p.Stats.Builds, contract.SideStandby: s.Stats.Builds}
+		running := map[contract.Side][]BuildSeen{contract.Primary: p.Stats.Builds, contract.Standby: s.Stats.Builds}
 		ev.Stagger = append(ev.Stagger, CheckStagger(svc, e.cfg.Stagger.Period, running, now))
 	}
 	return ev, nil
@@ -116,7 +116,7 @@ func (e *Engine) Tick(now time.Time, overrides map[string]*contract.Override) (E
 // Redecide applies a change of overrides between windows: every service is
 // decided again from its last verdicts, without closing a window. Only
 // decisions with Changed set are returned.
-func (e *Engine) Redecide(now time.Time, overrides map[string]*contract.Override) []Decision {
+func (e *Engine) Redecide(now time.Time, overrides map[contract.Service]*contract.Override) []Decision {
 	var out []Decision
 	for _, svc := range contract.Services() {
 		d := Step(e.cfg.Decision, e.states[svc], Input{Override: overrides[svc]}, now)
@@ -128,7 +128,7 @@ func (e *Engine) Redecide(now time.Time, overrides map[string]*contract.Override
 	return out
 }
 
-func (e *Engine) windowOf(stats map[Key]WindowStats, stage, side string, start, end time.Time) WindowStats {
+func (e *Engine) windowOf(stats map[Key]WindowStats, stage contract.Stage, side contract.Side, start, end time.Time) WindowStats {
 	if st, ok := stats[Key{stage, side}]; ok {
 		return st
 	}

@@ -80,7 +80,7 @@ const DefaultGateMaxAge = 10 * time.Minute
 // GateRequest is the question: may Side be deployed, given that the other
 // side must have held for Hold?
 type GateRequest struct {
-	Side string
+	Side contract.Side
 	// Hold is how long the other side must have been healthy on its current
 	// build. It should be at least the monitor's stagger.period, or a gated
 	// deploy can still trip the stagger check.
@@ -92,8 +92,8 @@ type GateRequest struct {
 // Validate checks the request; errors say what to pass.
 func (r GateRequest) Validate() error {
 	switch {
-	case !contract.IsSide(r.Side):
-		return fmt.Errorf("side must be %s or %s, got %q", contract.SidePrimary, contract.SideStandby, r.Side)
+	case !r.Side.Valid():
+		return fmt.Errorf("side must be %s or %s, got %q", contract.Primary, contract.Standby, r.Side)
 	case r.Hold <= 0:
 		return fmt.Errorf("held must be a positive duration (e.g. 30m), got %s", r.Hold)
 	case r.MaxAge < 0:
@@ -107,25 +107,27 @@ func (r GateRequest) Validate() error {
 // and the pipeline instances registered in ZooKeeper, which show a deploy
 // at once, before the monitor's next window judges it.
 type GateInput struct {
-	Services   []string
-	Selections map[string]*contract.Selection
-	Overrides  map[string]*contract.Override
+	Services   []contract.Service
+	Selections map[contract.Service]*contract.Selection
+	Overrides  map[contract.Service]*contract.Override
 	Registered []contract.Registration
 }
 
 // GateReason is one failing rule for one service, with its evidence.
 type GateReason struct {
-	Rule    GateRule `json:"rule"`
-	Service string   `json:"service"`
-	Detail  string   `json:"detail"`
+	Rule    GateRule         `json:"rule"`
+	Service contract.Service `json:"service"`
+	Detail  string           `json:"detail"`
 }
 
-func (r GateReason) String() string { return r.Rule.String() + ": " + r.Service + ": " + r.Detail }
+func (r GateReason) String() string {
+	return r.Rule.String() + ": " + r.Service.String() + ": " + r.Detail
+}
 
 // GateService is what the gate saw of one service's other side.
 type GateService struct {
-	Service string `json:"service"`
-	Active  string `json:"active,omitempty"`
+	Service contract.Service `json:"service"`
+	Active  contract.Side    `json:"active,omitempty"`
 	// OtherHealthy, OtherBuild: the other side's latest verdict and build.
 	OtherHealthy bool   `json:"other_healthy"`
 	OtherBuild   string `json:"other_build,omitempty"`
@@ -139,7 +141,7 @@ type GateService struct {
 
 // GateVerdict is the gate's answer.
 type GateVerdict struct {
-	Side, Other string
+	Side, Other contract.Side
 	Hold        time.Duration
 	OK          bool
 	// Reasons are every failing rule of every service, in the order of
@@ -154,7 +156,7 @@ type GateVerdict struct {
 // gateCase is one service under the gate's rules.
 type gateCase struct {
 	req      GateRequest
-	service  string
+	service  contract.Service
 	sel      *contract.Selection
 	override *contract.Override
 	self     contract.SideState
@@ -188,12 +190,12 @@ func Gate(req GateRequest, in GateInput, now time.Time) GateVerdict {
 	if req.MaxAge == 0 {
 		req.MaxAge = DefaultGateMaxAge
 	}
-	other := contract.OtherSide(req.Side)
+	other := req.Side.Other()
 	v := GateVerdict{Side: req.Side, Other: other, Hold: req.Hold}
 	for i, svc := range in.Services {
 		c := &gateCase{req: req, service: svc, sel: in.Selections[svc], override: in.Overrides[svc], now: now}
 		for _, r := range in.Registered {
-			if r.Side == other && r.Stage == svc && r.Role != contract.RoleDark {
+			if r.Side == other && r.Stage == svc.Stage() && r.Role != contract.RoleDark {
 				c.registered = append(c.registered, r)
 			}
 		}
@@ -255,7 +257,7 @@ func selectionStale(c *gateCase) (string, bool) {
 }
 
 func otherSideUnhealthy(c *gateCase) (string, bool) {
-	other := contract.OtherSide(c.req.Side)
+	other := c.req.Side.Other()
 	switch {
 	case !c.known:
 		return fmt.Sprintf("%s has no verdict yet", other), true
@@ -271,7 +273,7 @@ func onlyHealthySide(c *gateCase) (string, bool) {
 }
 
 func otherSideRollingOut(c *gateCase) (string, bool) {
-	return fmt.Sprintf("%s still runs %q beside %q: its deploy has not finished", contract.OtherSide(c.req.Side), c.other.RollingFrom, c.other.Build),
+	return fmt.Sprintf("%s still runs %q beside %q: its deploy has not finished", c.req.Side.Other(), c.other.RollingFrom, c.other.Build),
 		c.known && c.other.RollingFrom != ""
 }
 
@@ -289,7 +291,7 @@ func holdTooShort(c *gateCase) (string, bool) {
 	if !c.known || !c.other.Healthy {
 		return "", false // otherSideUnhealthy says why
 	}
-	other, held := contract.OtherSide(c.req.Side), c.held()
+	other, held := c.req.Side.Other(), c.held()
 	build := c.other.Build
 	if build == "" {
 		build = "an unknown build"

@@ -10,7 +10,7 @@ import (
 
 // deploy moves a side's instances to a new build (story command).
 func (s *story) deploy(c storyCmd) {
-	if len(c.args) != 1 || !contract.IsSide(c.args[0]) || c.kv["build"] == "" {
+	if len(c.args) != 1 || !isSide(c.args[0]) || c.kv["build"] == "" {
 		s.fatalf("deploy SIDE build=B [instances=N] [service=S]")
 	}
 	rolled := 0
@@ -22,7 +22,7 @@ func (s *story) deploy(c storyCmd) {
 		rolled = v
 	}
 	for _, svc := range s.services(c) {
-		f := &s.conds[Key{svc, c.args[0]}].fleet
+		f := &s.conds[Key{svc.Stage(), s.side(c.args[0])}].fleet
 		if rolled > 0 {
 			f.prevBuild = f.build
 		}
@@ -33,14 +33,14 @@ func (s *story) deploy(c storyCmd) {
 // gate asks the rollout gate from the selections as a reader of ZooKeeper
 // sees them (story command).
 func (s *story) gate(c storyCmd) {
-	if len(c.args) < 1 || !contract.IsSide(c.args[0]) || c.kv["held"] == "" || c.kv["ok"] == "" {
+	if len(c.args) < 1 || !isSide(c.args[0]) || c.kv["held"] == "" || c.kv["ok"] == "" {
 		s.fatalf(`gate SIDE held=DUR ok=BOOL [rules=a,b] [other_held=DUR] ["substring"]`)
 	}
-	req := GateRequest{Side: c.args[0], Hold: s.duration([]string{c.kv["held"]}, 0)}
+	req := GateRequest{Side: s.side(c.args[0]), Hold: s.duration([]string{c.kv["held"]}, 0)}
 	if err := req.Validate(); err != nil {
 		s.fatalf("%v", err)
 	}
-	in := GateInput{Services: contract.Services(), Selections: map[string]*contract.Selection{}, Overrides: s.overrides}
+	in := GateInput{Services: contract.Services(), Selections: map[contract.Service]*contract.Selection{}, Overrides: s.overrides}
 	for _, svc := range contract.Services() {
 		b, err := contract.Encode(s.engine().State(svc).Selection())
 		if err != nil {

@@ -10,12 +10,12 @@ import (
 
 // gateSel is a selection decided at decided with both sides healthy since
 // healthySince on established builds.
-func gateSel(service string, decided, healthySince time.Time) *contract.Selection {
+func gateSel(service contract.Service, decided, healthySince time.Time) *contract.Selection {
 	hs := healthySince
-	return &contract.Selection{V: contract.ZNodeVersion, Service: service, Active: contract.SidePrimary, DecidedAt: decided,
-		Sides: map[string]contract.SideState{
-			contract.SidePrimary: {Healthy: true, HealthySince: &hs, Build: "b1"},
-			contract.SideStandby: {Healthy: true, HealthySince: &hs, Build: "b1"},
+	return &contract.Selection{V: contract.ZNodeVersion, Service: service, Active: contract.Primary, DecidedAt: decided,
+		Sides: map[contract.Side]contract.SideState{
+			contract.Primary: {Healthy: true, HealthySince: &hs, Build: "b1"},
+			contract.Standby: {Healthy: true, HealthySince: &hs, Build: "b1"},
 		}}
 }
 
@@ -28,95 +28,99 @@ func TestGateRules(t *testing.T) {
 	var registered []contract.Registration
 	for _, tc := range []struct {
 		name    string
-		side    string
-		edit    func(sel *contract.Selection, ov map[string]*contract.Override)
+		side    contract.Side
+		edit    func(sel *contract.Selection, ov map[contract.Service]*contract.Override)
 		rules   string // failing rules of budget, in order; "" = ok
 		detail  string
 		held    time.Duration
 		maxAge  time.Duration
 		missing bool // budget has no selection
 	}{
-		{name: "both healthy for an hour", side: "standby", held: time.Hour},
-		{name: "no selection", side: "standby", missing: true, rules: "no_selection", detail: "no monitor has published a selection yet"},
-		{name: "stale selection", side: "standby", maxAge: 10 * time.Minute,
-			edit:  func(s *contract.Selection, _ map[string]*contract.Override) { s.DecidedAt = now.Add(-11 * time.Minute) },
+		{name: "both healthy for an hour", side: contract.Standby, held: time.Hour},
+		{name: "no selection", side: contract.Standby, missing: true, rules: "no_selection", detail: "no monitor has published a selection yet"},
+		{name: "stale selection", side: contract.Standby, maxAge: 10 * time.Minute,
+			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
+				s.DecidedAt = now.Add(-11 * time.Minute)
+			},
 			rules: "selection_stale", detail: "last written 11m0s ago (limit 10m0s)", held: 49 * time.Minute},
-		{name: "other side never judged", side: "standby",
-			edit:  func(s *contract.Selection, _ map[string]*contract.Override) { delete(s.Sides, "primary") },
+		{name: "other side never judged", side: contract.Standby,
+			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
+				delete(s.Sides, contract.Primary)
+			},
 			rules: "other_side_unhealthy,only_healthy_side", detail: "primary has no verdict yet"},
-		{name: "both unhealthy: no deploy of either", side: "primary",
-			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
-				s.Sides["primary"] = contract.SideState{Reasons: []string{"lag_high: p99 75000 ms > limit 60000 ms"}}
-				s.Sides["standby"] = contract.SideState{Reasons: []string{"no_heartbeat: last sample 2m0s ago"}}
+		{name: "both unhealthy: no deploy of either", side: contract.Primary,
+			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
+				s.Sides[contract.Primary] = contract.SideState{Reasons: []string{"lag_high: p99 75000 ms > limit 60000 ms"}}
+				s.Sides[contract.Standby] = contract.SideState{Reasons: []string{"no_heartbeat: last sample 2m0s ago"}}
 			},
 			rules: "other_side_unhealthy", detail: "standby is unhealthy: no_heartbeat: last sample 2m0s ago"},
-		{name: "build newer than the healthy streak", side: "standby",
-			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
-				ss := s.Sides["primary"]
+		{name: "build newer than the healthy streak", side: contract.Standby,
+			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
+				ss := s.Sides[contract.Primary]
 				ss.Build, ss.BuildSince = "b2", at(20*time.Minute)
-				s.Sides["primary"] = ss
+				s.Sides[contract.Primary] = ss
 			},
 			rules: "hold_too_short", detail: `primary has been healthy on build "b2" for 20m0s, less than the hold 30m0s`, held: 20 * time.Minute},
-		{name: "healthy streak newer than the build", side: "standby",
-			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
-				ss := s.Sides["primary"]
+		{name: "healthy streak newer than the build", side: contract.Standby,
+			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
+				ss := s.Sides[contract.Primary]
 				ss.BuildSince, ss.HealthySince = at(90*time.Minute), at(5*time.Minute)
-				s.Sides["primary"] = ss
+				s.Sides[contract.Primary] = ss
 			},
 			rules: "hold_too_short", detail: "for 5m0s, less than the hold", held: 5 * time.Minute},
-		{name: "rolling out", side: "primary",
-			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
-				ss := s.Sides["standby"]
+		{name: "rolling out", side: contract.Primary,
+			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
+				ss := s.Sides[contract.Standby]
 				ss.RollingFrom = "b0"
-				s.Sides["standby"] = ss
+				s.Sides[contract.Standby] = ss
 			},
 			rules: "other_side_rolling_out", detail: `standby still runs "b0" beside "b1"`, held: time.Hour},
-		{name: "a deploy the monitor has not judged yet", side: "standby", held: time.Hour,
-			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
+		{name: "a deploy the monitor has not judged yet", side: contract.Standby, held: time.Hour,
+			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
 				registered = []contract.Registration{
-					{Side: "primary", Role: "live", Stage: "budget", Instance: "p-0", Build: "b1"},
-					{Side: "primary", Role: "dark", Stage: "budget", Instance: "d-0", Build: "b9"},
-					{Side: "standby", Role: "live", Stage: "budget", Instance: "s-0", Build: "b9"},
-					{Side: "primary", Role: "live", Stage: "budget", Instance: "p-1", Build: "b2", StartedAt: now.Add(-time.Second)},
+					{Side: contract.Primary, Role: contract.RoleLive, Stage: contract.StageBudget, Instance: "p-0", Build: "b1"},
+					{Side: contract.Primary, Role: contract.RoleDark, Stage: contract.StageBudget, Instance: "d-0", Build: "b9"},
+					{Side: contract.Standby, Role: contract.RoleLive, Stage: contract.StageBudget, Instance: "s-0", Build: "b9"},
+					{Side: contract.Primary, Role: contract.RoleLive, Stage: contract.StageBudget, Instance: "p-1", Build: "b2", StartedAt: now.Add(-time.Second)},
 				}
 			},
 			rules: "other_side_build_unjudged", detail: `primary instance p-1 runs "b2" since 2026-11-30T13:59:59Z, which the monitor has not judged yet (it last saw "b1")`},
-		{name: "registered instances on judged builds", side: "standby", held: time.Hour,
-			edit: func(s *contract.Selection, _ map[string]*contract.Override) {
-				registered = []contract.Registration{{Side: "primary", Role: "live", Stage: "budget", Instance: "p-0", Build: "b1"}}
+		{name: "registered instances on judged builds", side: contract.Standby, held: time.Hour,
+			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
+				registered = []contract.Registration{{Side: contract.Primary, Role: contract.RoleLive, Stage: contract.StageBudget, Instance: "p-0", Build: "b1"}}
 			}},
-		{name: "override pins the side", side: "standby",
-			edit: func(_ *contract.Selection, ov map[string]*contract.Override) {
-				ov["budget"] = &contract.Override{V: 1, Side: "standby", Until: now.Add(time.Minute), Reason: "maintenance", By: "alice"}
+		{name: "override pins the side", side: contract.Standby,
+			edit: func(_ *contract.Selection, ov map[contract.Service]*contract.Override) {
+				ov[contract.ServiceBudget] = &contract.Override{V: 1, Side: contract.Standby, Until: now.Add(time.Minute), Reason: "maintenance", By: "alice"}
 			},
 			rules: "override_pins_side", detail: "an operator override by alice pins it to standby until", held: time.Hour},
-		{name: "override to the other side", side: "primary", held: time.Hour,
-			edit: func(_ *contract.Selection, ov map[string]*contract.Override) {
-				ov["budget"] = &contract.Override{V: 1, Side: "standby", Until: now.Add(time.Minute), Reason: "maintenance"}
+		{name: "override to the other side", side: contract.Primary, held: time.Hour,
+			edit: func(_ *contract.Selection, ov map[contract.Service]*contract.Override) {
+				ov[contract.ServiceBudget] = &contract.Override{V: 1, Side: contract.Standby, Until: now.Add(time.Minute), Reason: "maintenance"}
 			}},
-		{name: "expired override", side: "standby", held: time.Hour,
-			edit: func(_ *contract.Selection, ov map[string]*contract.Override) {
-				ov["budget"] = &contract.Override{V: 1, Side: "standby", Until: now, Reason: "maintenance"}
+		{name: "expired override", side: contract.Standby, held: time.Hour,
+			edit: func(_ *contract.Selection, ov map[contract.Service]*contract.Override) {
+				ov[contract.ServiceBudget] = &contract.Override{V: 1, Side: contract.Standby, Until: now, Reason: "maintenance"}
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			registered = nil
-			in := GateInput{Services: contract.Services(), Selections: map[string]*contract.Selection{}, Overrides: map[string]*contract.Override{}}
+			in := GateInput{Services: contract.Services(), Selections: map[contract.Service]*contract.Selection{}, Overrides: map[contract.Service]*contract.Override{}}
 			for _, svc := range contract.Services() {
 				in.Selections[svc] = gateSel(svc, now, now.Add(-time.Hour))
 			}
 			if tc.missing {
-				delete(in.Selections, "budget")
+				delete(in.Selections, contract.ServiceBudget)
 			}
 			if tc.edit != nil {
-				tc.edit(in.Selections["budget"], in.Overrides)
+				tc.edit(in.Selections[contract.ServiceBudget], in.Overrides)
 			}
 			in.Registered = registered
 			v := Gate(GateRequest{Side: tc.side, Hold: 30 * time.Minute, MaxAge: tc.maxAge}, in, now)
 			var rules []string
 			var details string
 			for _, r := range v.Reasons {
-				if r.Service != "budget" {
+				if r.Service != contract.ServiceBudget {
 					t.Fatalf("a reason for %s: %s", r.Service, r)
 				}
 				rules = append(rules, r.Rule.String())
@@ -131,7 +135,7 @@ func TestGateRules(t *testing.T) {
 			if v.OtherHeld != tc.held {
 				t.Fatalf("other side held %s, want %s", v.OtherHeld, tc.held)
 			}
-			if v.Other != contract.OtherSide(tc.side) || len(v.Services) != 3 {
+			if v.Other != tc.side.Other() || len(v.Services) != 3 {
 				t.Fatalf("verdict %+v", v)
 			}
 		})
@@ -143,17 +147,17 @@ func TestGateRequestValidate(t *testing.T) {
 		req  GateRequest
 		want string
 	}{
-		{GateRequest{Side: "standby", Hold: time.Minute}, ""},
-		{GateRequest{Side: "blue", Hold: time.Minute}, `side must be primary or standby, got "blue"`},
-		{GateRequest{Side: "primary"}, "held must be a positive duration"},
-		{GateRequest{Side: "primary", Hold: time.Minute, MaxAge: -time.Second}, "max_age must not be negative"},
+		{GateRequest{Side: contract.Standby, Hold: time.Minute}, ""},
+		{GateRequest{Side: 0, Hold: time.Minute}, `side must be primary or standby, got ""`},
+		{GateRequest{Side: contract.Primary}, "held must be a positive duration"},
+		{GateRequest{Side: contract.Primary, Hold: time.Minute, MaxAge: -time.Second}, "max_age must not be negative"},
 	} {
 		err := tc.req.Validate()
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%+v: got %v, want %q", tc.req, err, tc.want)
 		}
 	}
-	if v := Gate(GateRequest{Side: "primary", Hold: time.Minute}, GateInput{}, t0); v.OK {
+	if v := Gate(GateRequest{Side: contract.Primary, Hold: time.Minute}, GateInput{}, t0); v.OK {
 		t.Fatal("a gate over no services said yes")
 	}
 }

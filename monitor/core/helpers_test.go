@@ -14,10 +14,11 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // fleet describes the live instances of one (service, side) and how they
 // behave; samples makes the samples they would send for one sample window.
 type fleet struct {
-	service, side string
-	instances     int
-	partitions    int32
-	build         string
+	service    contract.Stage
+	side       contract.Side
+	instances  int
+	partitions int32
+	build      string
 	// rolled > 0: only instances below it run build, the others prevBuild
 	// (a deploy rolling out).
 	rolled        int
@@ -28,7 +29,7 @@ type fleet struct {
 	dropInstance0 bool    // instance 0 reports no partitions (its share stays uncovered)
 }
 
-func healthyFleet(service, side string) fleet {
+func healthyFleet(service contract.Stage, side contract.Side) fleet {
 	return fleet{service: service, side: side, instances: 2, partitions: 8, build: "b1", qps: 100, lagMs: 50}
 }
 

@@ -13,10 +13,10 @@ import (
 // it: both sides' verdicts, already judged by the rules, and the decision
 // state the monitor persisted after deciding the window.
 type RecordedWindow struct {
-	Service    string
+	Service    contract.Service
 	Start, End time.Time
 	// Verdicts by side.
-	Verdicts map[string]RecordedVerdict
+	Verdicts map[contract.Side]RecordedVerdict
 	// State is what the monitor persisted after the window (StateFromSelection):
 	// the active side, epoch, healthy-since times, unhealthy-window counts and
 	// the override in force.
@@ -55,9 +55,9 @@ type RecordedVerdict struct {
 // as in force at each window's end. Result.From is the first window's end;
 // Windows counts the windows re-decided.
 func ReplayVerdicts(cfg DecisionConfig, windows []RecordedWindow) (SimResult, error) {
-	res := SimResult{DegradedWindows: map[string]int{}, StaggerWindows: map[string]int{},
-		UnhealthyWindows: map[string]int{}, Final: map[string]State{}}
-	bySvc := map[string][]*RecordedWindow{}
+	res := SimResult{DegradedWindows: map[contract.Service]int{}, StaggerWindows: map[contract.Service]int{},
+		UnhealthyWindows: map[string]int{}, Final: map[contract.Service]State{}}
+	bySvc := map[contract.Service][]*RecordedWindow{}
 	for i := range windows {
 		w := &windows[i]
 		bySvc[w.Service] = append(bySvc[w.Service], w)
@@ -109,7 +109,7 @@ func (r *SimResult) recordReplayed(w *RecordedWindow, d Decision) {
 	}
 	for side, v := range w.Verdicts {
 		if !v.Healthy {
-			r.UnhealthyWindows[w.Service+"/"+side]++
+			r.UnhealthyWindows[w.Service.String()+"/"+side.String()]++
 		}
 	}
 	if d.State.Degraded {
@@ -125,10 +125,10 @@ func (r *SimResult) recordReplayed(w *RecordedWindow, d Decision) {
 }
 
 // verdicts rebuilds the window's verdicts as the state machine reads them.
-func (w *RecordedWindow) verdicts() map[string]Verdict {
-	out := map[string]Verdict{}
+func (w *RecordedWindow) verdicts() map[contract.Side]Verdict {
+	out := map[contract.Side]Verdict{}
 	for side, rv := range w.Verdicts {
-		v := Verdict{Key: Key{Service: w.Service, Side: side}, WindowStart: w.Start, WindowEnd: w.End, Healthy: rv.Healthy,
+		v := Verdict{Key: Key{Service: w.Service.Stage(), Side: side}, WindowStart: w.Start, WindowEnd: w.End, Healthy: rv.Healthy,
 			CatchingUp: rv.CatchingUp, Stats: WindowStats{Start: w.Start, End: w.End, QPS: rv.QPS, LagP99Ms: rv.LagP99Ms,
 				UpstreamLagP99Ms: rv.AggregatorLagP99Ms}}
 		if rv.Build != "" {

@@ -35,9 +35,9 @@ func record(t *testing.T, cfg Config, hist []Record) []RecordedWindow {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := RecordedWindow{Service: d.Service, Start: ev.WindowStart, End: ev.WindowEnd, State: st, Verdicts: map[string]RecordedVerdict{}}
+			w := RecordedWindow{Service: d.Service, Start: ev.WindowStart, End: ev.WindowEnd, State: st, Verdicts: map[contract.Side]RecordedVerdict{}}
 			for _, side := range contract.Sides() {
-				v, _ := ev.Verdict(d.Service, side)
+				v, _ := ev.Verdict(d.Service.Stage(), side)
 				w.Verdicts[side] = RecordedVerdict{Healthy: v.Healthy, Reasons: v.ReasonStrings(), CatchingUp: v.CatchingUp, QPS: v.Stats.QPS,
 					LagP99Ms: v.Stats.LagP99Ms, AggregatorLagP99Ms: v.Stats.UpstreamLagP99Ms, Build: v.Stats.NewestBuild().Build}
 			}
@@ -114,14 +114,14 @@ func TestReplayVerdictsStartsFromTheRecordedState(t *testing.T) {
 // A new leader's first window overlaps the old leader's last one: the same
 // span judged twice counts once.
 func TestReplayVerdictsSkipsOverlappingWindows(t *testing.T) {
-	bad := map[string]RecordedVerdict{"primary": {Reasons: []string{"lag_high: p99 90000 ms > limit 60000 ms"}}, "standby": {Healthy: true, QPS: 10}}
-	good := map[string]RecordedVerdict{"primary": {Healthy: true, QPS: 10}, "standby": {Healthy: true, QPS: 10}}
-	st := State{Service: "budget", Active: "primary", Preferred: "primary", Epoch: 1}
+	bad := map[contract.Side]RecordedVerdict{contract.Primary: {Reasons: []string{"lag_high: p99 90000 ms > limit 60000 ms"}}, contract.Standby: {Healthy: true, QPS: 10}}
+	good := map[contract.Side]RecordedVerdict{contract.Primary: {Healthy: true, QPS: 10}, contract.Standby: {Healthy: true, QPS: 10}}
+	st := State{Service: contract.ServiceBudget, Active: contract.Primary, Preferred: contract.Primary, Epoch: 1}
 	ws := []RecordedWindow{
-		{Service: "budget", Start: t0, End: t0.Add(time.Minute), Verdicts: good, State: st},
-		{Service: "budget", Start: t0.Add(time.Minute), End: t0.Add(2 * time.Minute), Verdicts: bad, State: st},
+		{Service: contract.ServiceBudget, Start: t0, End: t0.Add(time.Minute), Verdicts: good, State: st},
+		{Service: contract.ServiceBudget, Start: t0.Add(time.Minute), End: t0.Add(2 * time.Minute), Verdicts: bad, State: st},
 		// the new leader's first window, 10 s later: the same minute again
-		{Service: "budget", Start: t0.Add(70 * time.Second), End: t0.Add(130 * time.Second), Verdicts: bad, State: st},
+		{Service: contract.ServiceBudget, Start: t0.Add(70 * time.Second), End: t0.Add(130 * time.Second), Verdicts: bad, State: st},
 	}
 	dc := DefaultConfig().Decision
 	dc.FailoverAfter = 2
@@ -139,19 +139,19 @@ func TestReplayVerdictsSkipsOverlappingWindows(t *testing.T) {
 
 // Overrides recorded as in force are applied where they were.
 func TestReplayVerdictsAppliesRecordedOverrides(t *testing.T) {
-	good := map[string]RecordedVerdict{"primary": {Healthy: true, QPS: 10}, "standby": {Healthy: true, QPS: 10}}
-	st := State{Service: "pacer", Active: "primary", Preferred: "primary", Epoch: 1}
+	good := map[contract.Side]RecordedVerdict{contract.Primary: {Healthy: true, QPS: 10}, contract.Standby: {Healthy: true, QPS: 10}}
+	st := State{Service: contract.ServicePacer, Active: contract.Primary, Preferred: contract.Primary, Epoch: 1}
 	pinned := st
-	pinned.Override = &contract.Override{Side: "standby", Until: t0.Add(time.Hour), By: "alice", Reason: "test"}
+	pinned.Override = &contract.Override{Side: contract.Standby, Until: t0.Add(time.Hour), By: "alice", Reason: "test"}
 	ws := []RecordedWindow{
-		{Service: "pacer", Start: t0, End: t0.Add(time.Minute), Verdicts: good, State: st},
-		{Service: "pacer", Start: t0.Add(time.Minute), End: t0.Add(2 * time.Minute), Verdicts: good, State: pinned},
+		{Service: contract.ServicePacer, Start: t0, End: t0.Add(time.Minute), Verdicts: good, State: st},
+		{Service: contract.ServicePacer, Start: t0.Add(time.Minute), End: t0.Add(2 * time.Minute), Verdicts: good, State: pinned},
 	}
 	got, err := ReplayVerdicts(DefaultConfig().Decision, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Switches) != 1 || got.Switches[0].Kind != KindOverride || got.Final["pacer"].Active != "standby" {
+	if len(got.Switches) != 1 || got.Switches[0].Kind != KindOverride || got.Final[contract.ServicePacer].Active != contract.Standby {
 		t.Fatalf("switches %+v", got.Switches)
 	}
 }
@@ -169,15 +169,15 @@ func TestParseReason(t *testing.T) {
 // A side that was healthy but catching up (recorded as such) does not run
 // its grace clock in the replay either: traffic returns only once it keeps up.
 func TestReplayVerdictsKeepsTheGraceClockStoppedWhileCatchingUp(t *testing.T) {
-	st := State{Service: "budget", Active: "standby", Preferred: "primary", Epoch: 2}
+	st := State{Service: contract.ServiceBudget, Active: contract.Standby, Preferred: contract.Primary, Epoch: 2}
 	var ws []RecordedWindow
 	for i := range 15 {
 		primary := RecordedVerdict{Healthy: true, QPS: 10}
 		if i < 12 {
 			primary.CatchingUp, primary.LagP99Ms = "p99 9000 ms > catch_up_lag 5000 ms", 9000
 		}
-		ws = append(ws, RecordedWindow{Service: "budget", Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i+1) * time.Minute),
-			Verdicts: map[string]RecordedVerdict{"primary": primary, "standby": {Healthy: true, QPS: 10}}, State: st})
+		ws = append(ws, RecordedWindow{Service: contract.ServiceBudget, Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i+1) * time.Minute),
+			Verdicts: map[contract.Side]RecordedVerdict{contract.Primary: primary, contract.Standby: {Healthy: true, QPS: 10}}, State: st})
 	}
 	dc := DefaultConfig().Decision
 	dc.Grace = 2 * time.Minute

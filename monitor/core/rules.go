@@ -19,7 +19,7 @@ func Evaluate(r Rules, k Key, self, other WindowStats) Verdict {
 	checks := []func() (Reason, bool){
 		func() (Reason, bool) { return noHeartbeat(r, self) },
 		func() (Reason, bool) { return partitionsUncovered(r, self) },
-		func() (Reason, bool) { return inputRateLow(r, self, other, contract.OtherSide(k.Side)) },
+		func() (Reason, bool) { return inputRateLow(r, self, other, k.Side.Other()) },
 		func() (Reason, bool) { return lagHigh(r, self) },
 	}
 	for _, check := range checks {
@@ -90,7 +90,7 @@ func partitionsUncovered(r Rules, s WindowStats) (Reason, bool) {
 // catching up (its p99 lag, or its aggregator's, above CatchUpLag) only a
 // side with next to no input (under RateReference) is low — a stalled side
 // must not look healthy because the other one drains a backlog.
-func inputRateLow(r Rules, self, other WindowStats, otherName string) (Reason, bool) {
+func inputRateLow(r Rules, self, other WindowStats, otherName contract.Side) (Reason, bool) {
 	if other.QPS < r.RateReference {
 		return Reason{}, false
 	}

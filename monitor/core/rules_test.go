@@ -111,7 +111,7 @@ func TestRuleInputRateLow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			self, other := window(), window()
 			self.QPS, other.QPS, other.LagP99Ms, other.UpstreamLagP99Ms = tc.self, tc.other, tc.otherLagMs, tc.upstreamMs
-			reason, fails := inputRateLow(r, self, other, "standby")
+			reason, fails := inputRateLow(r, self, other, contract.Standby)
 			if fails != tc.fails || reason.Detail != tc.detail {
 				t.Fatalf("got %v %q, want %v %q", fails, reason.Detail, tc.fails, tc.detail)
 			}
@@ -167,7 +167,7 @@ func TestCatchingUp(t *testing.T) {
 			if behind != tc.behind || detail != tc.detail {
 				t.Fatalf("got %v %q, want %v %q", behind, detail, tc.behind, tc.detail)
 			}
-			if v := Evaluate(rr, Key{contract.StageBudget, contract.SidePrimary}, s, window()); v.CatchingUp != tc.detail || !v.Healthy {
+			if v := Evaluate(rr, Key{contract.StageBudget, contract.Primary}, s, window()); v.CatchingUp != tc.detail || !v.Healthy {
 				t.Fatalf("verdict: healthy=%v catching up %q, want healthy and %q", v.Healthy, v.CatchingUp, tc.detail)
 			}
 		})
@@ -176,7 +176,7 @@ func TestCatchingUp(t *testing.T) {
 
 func TestEvaluateVerdict(t *testing.T) {
 	r := DefaultConfig().Rules
-	k := Key{contract.StageBudget, contract.SidePrimary}
+	k := Key{contract.StageBudget, contract.Primary}
 	for _, tc := range []struct {
 		name    string
 		breaks  func(*WindowStats)

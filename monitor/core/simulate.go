@@ -26,14 +26,14 @@ func (r *Record) At() time.Time {
 
 // Switch is one change of the active side a simulation made.
 type Switch struct {
-	Service  string    `json:"service"`
-	At       time.Time `json:"at"`
-	From     string    `json:"from"`
-	To       string    `json:"to"`
-	Kind     Kind      `json:"-"`
-	KindName string    `json:"kind"`
-	Epoch    int64     `json:"epoch"`
-	Reason   string    `json:"reason"`
+	Service  contract.Service `json:"service"`
+	At       time.Time        `json:"at"`
+	From     contract.Side    `json:"from"`
+	To       contract.Side    `json:"to"`
+	Kind     Kind             `json:"-"`
+	KindName string           `json:"kind"`
+	Epoch    int64            `json:"epoch"`
+	Reason   string           `json:"reason"`
 }
 
 // SimResult is what a simulation found.
@@ -45,12 +45,12 @@ type SimResult struct {
 	Switches []Switch
 	// DegradedWindows and StaggerWindows count, per service, the windows
 	// that ended degraded (both sides unhealthy) or with a stagger violation.
-	DegradedWindows map[string]int
-	StaggerWindows  map[string]int
+	DegradedWindows map[contract.Service]int
+	StaggerWindows  map[contract.Service]int
 	// UnhealthyWindows counts, per "service/side", the unhealthy windows.
 	UnhealthyWindows map[string]int
 	// Final is every service's state after the last window.
-	Final map[string]State
+	Final map[contract.Service]State
 }
 
 // Simulate replays a recorded history through the same Engine the monitor
@@ -80,10 +80,10 @@ func Simulate(cfg Config, history []Record) (SimResult, error) {
 		return SimResult{}, err
 	}
 	for _, svc := range contract.Services() { // the replay starts on the preferred side
-		e.states[svc] = State{Service: svc, Active: cfg.Decision.Preferred, Preferred: cfg.Decision.Preferred, Epoch: 1}
+		e.states[svc] = State{Service: svc, Active: cfg.Decision.PreferredSide(), Preferred: cfg.Decision.PreferredSide(), Epoch: 1}
 	}
-	res := SimResult{From: start, DegradedWindows: map[string]int{}, StaggerWindows: map[string]int{},
-		UnhealthyWindows: map[string]int{}, Final: map[string]State{}}
+	res := SimResult{From: start, DegradedWindows: map[contract.Service]int{}, StaggerWindows: map[contract.Service]int{},
+		UnhealthyWindows: map[string]int{}, Final: map[contract.Service]State{}}
 	last := recs[len(recs)-1].At()
 	if start.Add(cfg.Window).After(last) {
 		return SimResult{}, fmt.Errorf("%w: %s from %s to %s, window %s", ErrShortHistory, last.Sub(recs[0].At()),
@@ -111,7 +111,7 @@ func (r *SimResult) record(ev Evaluation) {
 	r.Windows++
 	r.To = ev.WindowEnd
 	for _, v := range ev.Verdicts {
-		if !v.Healthy && contract.IsService(v.Service) {
+		if _, svc := v.Service.Service(); !v.Healthy && svc {
 			r.UnhealthyWindows[v.Key.String()]++
 		}
 	}

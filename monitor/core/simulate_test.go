@@ -21,8 +21,8 @@ func flappingHistory() []Record {
 		broken := m >= 10 && m < 40 && m%2 == 0
 		for _, svc := range contract.Services() {
 			for _, side := range contract.Sides() {
-				f := healthyFleet(svc, side)
-				if side == contract.SidePrimary && broken {
+				f := healthyFleet(svc.Stage(), side)
+				if side == contract.Primary && broken {
 					f.lagMs = 90_000
 				}
 				for _, s := range f.samples(ws, we) {
@@ -53,11 +53,11 @@ func TestSimulateWhatIfGrace(t *testing.T) {
 		if i >= 3 {
 			wantAt, wantTo, wantKind = t0.Add(49*time.Minute), "primary", KindReturn
 		}
-		if !sw.At.Equal(wantAt) || sw.To != wantTo || sw.Kind != wantKind || sw.Reason == "" {
+		if !sw.At.Equal(wantAt) || sw.To.String() != wantTo || sw.Kind != wantKind || sw.Reason == "" {
 			t.Fatalf("switch %d: %+v", i, sw)
 		}
 	}
-	if res.UnhealthyWindows["budget/primary"] != 15 || res.DegradedWindows["budget"] != 0 || res.Windows != 60 {
+	if res.UnhealthyWindows["budget/primary"] != 15 || res.DegradedWindows[contract.ServiceBudget] != 0 || res.Windows != 60 {
 		t.Fatalf("unhealthy %v degraded %v windows %d", res.UnhealthyWindows, res.DegradedWindows, res.Windows)
 	}
 	if res.Counters.Steps != uint64(len(hist)) {
@@ -139,7 +139,7 @@ func TestSimulateFailoverInTheFirstWindow(t *testing.T) {
 	cfg.Window = time.Minute
 	var hist []Record
 	for ws := t0; ws.Before(t0.Add(5 * time.Minute)); ws = ws.Add(10 * sec) {
-		p, s := healthyFleet("pacer", "primary"), healthyFleet("pacer", "standby")
+		p, s := healthyFleet(contract.StagePacer, contract.Primary), healthyFleet(contract.StagePacer, contract.Standby)
 		p.silent = true
 		for _, smp := range append(p.samples(ws, ws.Add(10*sec)), s.samples(ws, ws.Add(10*sec))...) {
 			hist = append(hist, Record{Sample: smp, ReceivedAt: ws.Add(10 * sec)})
@@ -151,16 +151,16 @@ func TestSimulateFailoverInTheFirstWindow(t *testing.T) {
 	}
 	var pacer []Switch
 	for _, sw := range res.Switches {
-		if sw.Service == "pacer" {
+		if sw.Service == contract.ServicePacer {
 			pacer = append(pacer, sw)
 		}
 	}
-	if len(pacer) != 1 || !pacer[0].At.Equal(t0.Add(time.Minute)) || pacer[0].From != "primary" || pacer[0].Epoch != 2 ||
+	if len(pacer) != 1 || !pacer[0].At.Equal(t0.Add(time.Minute)) || pacer[0].From != contract.Primary || pacer[0].Epoch != 2 ||
 		!strings.Contains(pacer[0].Reason, "no_heartbeat: no sample received yet") {
 		t.Fatalf("switches %+v", pacer)
 	}
-	if res.Final["pacer"].Active != "standby" {
-		t.Fatalf("final %+v", res.Final["pacer"])
+	if res.Final[contract.ServicePacer].Active != contract.Standby {
+		t.Fatalf("final %+v", res.Final[contract.ServicePacer])
 	}
 }
 
@@ -171,16 +171,16 @@ func TestSimulateDoesNotJudgeThePartialLastWindow(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Window = time.Minute
 	var hist []Record
-	add := func(side string, ws time.Time) {
-		for _, smp := range healthyFleet("budget", side).samples(ws, ws.Add(10*sec)) {
+	add := func(side contract.Side, ws time.Time) {
+		for _, smp := range healthyFleet(contract.StageBudget, side).samples(ws, ws.Add(10*sec)) {
 			hist = append(hist, Record{Sample: smp, ReceivedAt: ws.Add(10 * sec)})
 		}
 	}
 	for ws := t0; ws.Before(t0.Add(5 * time.Minute)); ws = ws.Add(10 * sec) {
-		add("primary", ws)
-		add("standby", ws)
+		add(contract.Primary, ws)
+		add(contract.Standby, ws)
 	}
-	add("standby", t0.Add(5*time.Minute)) // received at 5m10s; primary's was not read
+	add(contract.Standby, t0.Add(5*time.Minute)) // received at 5m10s; primary's was not read
 	res, err := Simulate(cfg, hist)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestSimulateDoesNotJudgeThePartialLastWindow(t *testing.T) {
 		t.Fatalf("%d windows up to %s, want 5 up to 5m", res.Windows, res.To.Sub(t0))
 	}
 	for _, sw := range res.Switches {
-		if sw.Service == "budget" {
+		if sw.Service == contract.ServiceBudget {
 			t.Fatalf("switch in a window the history does not cover: %+v", sw)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 // StaggerVerdict is the staggered-deploy check of one service.
 type StaggerVerdict struct {
-	Service string
+	Service contract.Service
 	// Violated is set when both sides run a new build: a build first seen on
 	// each side less than the stagger period ago.
 	Violated bool
@@ -25,7 +25,7 @@ type StaggerVerdict struct {
 // instances run with when each was first seen. A build is new at now when
 // it was first seen less than period ago; a zero FirstSeen (already running
 // when the monitor started) is never new. period 0 turns the check off.
-func CheckStagger(service string, period time.Duration, running map[string][]BuildSeen, now time.Time) StaggerVerdict {
+func CheckStagger(service contract.Service, period time.Duration, running map[contract.Side][]BuildSeen, now time.Time) StaggerVerdict {
 	v := StaggerVerdict{Service: service}
 	var fresh [2]bool
 	for i, side := range contract.Sides() {

@@ -34,7 +34,7 @@ func TestCheckStagger(t *testing.T) {
 		{"a side with no instances", time.Hour, []BuildSeen{{"b2", ago(time.Minute)}}, nil, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := CheckStagger("budget", tc.period, map[string][]BuildSeen{"primary": tc.primary, "standby": tc.standby}, now)
+			v := CheckStagger(contract.ServiceBudget, tc.period, map[contract.Side][]BuildSeen{contract.Primary: tc.primary, contract.Standby: tc.standby}, now)
 			if v.Violated != tc.violated || v.Detail != tc.detail {
 				t.Fatalf("got %v %q\nwant %v %q", v.Violated, v.Detail, tc.violated, tc.detail)
 			}
@@ -50,7 +50,7 @@ func TestEngineFlagsSimultaneousDeploys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, s := healthyFleet("budget", "primary"), healthyFleet("budget", "standby")
+	p, s := healthyFleet(contract.StageBudget, contract.Primary), healthyFleet(contract.StageBudget, contract.Standby)
 	evs := feed(t, e, []fleet{p, s}, t0, t0.Add(10*time.Minute), 10*sec)
 	if evs[len(evs)-1].Stagger[0].Violated {
 		t.Fatal("builds running at start flagged")
@@ -63,7 +63,7 @@ func TestEngineFlagsSimultaneousDeploys(t *testing.T) {
 	s.build = "b2"
 	evs = feed(t, e, []fleet{p, s}, t0.Add(30*time.Minute), t0.Add(32*time.Minute), 10*sec)
 	last := evs[len(evs)-1]
-	if last.Stagger[0].Service != contract.StageBudget || !last.Stagger[0].Violated {
+	if last.Stagger[0].Service != contract.ServiceBudget || !last.Stagger[0].Violated {
 		t.Fatalf("not flagged: %+v", last.Stagger[0])
 	}
 	// the primary's build is an hour old at 70m: the flag clears

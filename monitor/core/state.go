@@ -11,9 +11,9 @@ import (
 // one and never changes its argument. It round-trips through
 // contract.Selection, so a new leader continues it.
 type State struct {
-	Service   string
-	Active    string // "" before the first decision
-	Preferred string
+	Service   contract.Service
+	Active    contract.Side // unset before the first decision
+	Preferred contract.Side
 	// Epoch counts the changes of Active; the first decision makes it 1.
 	Epoch      int64
 	DecidedAt  time.Time
@@ -56,18 +56,18 @@ type SideState struct {
 	RollingFrom string
 }
 
-func sideIndex(side string) int {
-	if side == contract.SideStandby {
+func sideIndex(side contract.Side) int {
+	if side == contract.Standby {
 		return 1
 	}
 	return 0
 }
 
 // Side returns the state of side ("primary" or "standby").
-func (s *State) Side(side string) *SideState { return &s.Sides[sideIndex(side)] }
+func (s *State) Side(side contract.Side) *SideState { return &s.Sides[sideIndex(side)] }
 
 // observe folds the verdicts of a closed window into the side states.
-func (s *State) observe(verdicts map[string]Verdict) {
+func (s *State) observe(verdicts map[contract.Side]Verdict) {
 	for _, side := range contract.Sides() {
 		v, ok := verdicts[side]
 		if !ok {
@@ -120,7 +120,7 @@ func (s State) Selection() contract.Selection {
 	sel := contract.Selection{
 		V: contract.ZNodeVersion, Service: s.Service, Active: s.Active, Preferred: s.Preferred,
 		Epoch: s.Epoch, DecidedAt: s.DecidedAt, Reason: s.Reason, Degraded: s.Degraded,
-		LastSwitch: s.LastSwitch, Sides: map[string]contract.SideState{},
+		LastSwitch: s.LastSwitch, Sides: map[contract.Side]contract.SideState{},
 	}
 	if s.Override != nil {
 		o := *s.Override
@@ -154,10 +154,10 @@ func (s State) Selection() contract.Selection {
 // leader continues its hysteresis: healthy-since times, unhealthy-window
 // counts, epoch and last switch.
 func StateFromSelection(sel contract.Selection) (State, error) {
-	if !contract.IsService(sel.Service) {
+	if !sel.Service.Valid() {
 		return State{}, fmtErr(ErrInvalidSelection, "service %q is not a service", sel.Service)
 	}
-	if !contract.IsSide(sel.Active) {
+	if !sel.Active.Valid() {
 		return State{}, fmtErr(ErrInvalidSelection, "active %q is not a side", sel.Active)
 	}
 	s := State{
@@ -169,7 +169,7 @@ func StateFromSelection(sel contract.Selection) (State, error) {
 		s.Override = &o
 	}
 	for side, zs := range sel.Sides {
-		if !contract.IsSide(side) {
+		if !side.Valid() {
 			return State{}, fmtErr(ErrInvalidSelection, "sides has key %q", side)
 		}
 		ss := s.Side(side)

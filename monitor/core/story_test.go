@@ -169,17 +169,17 @@ type story struct {
 	eng       *Engine
 	now       time.Time
 	conds     map[Key]*condition
-	overrides map[string]*contract.Override
-	switches  map[string]int
-	last      map[string]Decision
+	overrides map[contract.Service]*contract.Override
+	switches  map[contract.Service]int
+	last      map[contract.Service]Decision
 }
 
 func newStory(t *testing.T, file string) *story {
 	s := &story{t: t, file: file, cfg: DefaultConfig(), now: t0, conds: map[Key]*condition{},
-		overrides: map[string]*contract.Override{}, switches: map[string]int{}, last: map[string]Decision{}}
+		overrides: map[contract.Service]*contract.Override{}, switches: map[contract.Service]int{}, last: map[contract.Service]Decision{}}
 	for _, svc := range contract.Services() {
 		for _, side := range contract.Sides() {
-			s.conds[Key{svc, side}] = &condition{fleet: healthyFleet(svc, side), healthy: true}
+			s.conds[Key{svc.Stage(), side}] = &condition{fleet: healthyFleet(svc.Stage(), side), healthy: true}
 		}
 	}
 	return s
@@ -254,12 +254,13 @@ func (s *story) duration(args []string, i int) time.Duration {
 	return d
 }
 
-func (s *story) services(c storyCmd) []string {
-	if svc, ok := c.kv["service"]; ok {
-		if !contract.IsService(svc) {
-			s.fatalf("unknown service %q", svc)
+func (s *story) services(c storyCmd) []contract.Service {
+	if name, ok := c.kv["service"]; ok {
+		svc, err := contract.ParseService(name)
+		if err != nil {
+			s.fatalf("%v", err)
 		}
-		return []string{svc}
+		return []contract.Service{svc}
 	}
 	return contract.Services()
 }
@@ -299,12 +300,12 @@ func (s *story) config(c storyCmd) {
 }
 
 func (s *story) observe(c storyCmd) {
-	if len(c.args) < 2 || !contract.IsSide(c.args[0]) {
+	side, err := contract.ParseSide(c.args[0])
+	if len(c.args) < 2 || err != nil {
 		s.fatalf("observe SIDE healthy|unhealthy RULE...")
 	}
-	side := c.args[0]
 	for _, svc := range s.services(c) {
-		cond := &condition{fleet: healthyFleet(svc, side), changedAt: s.now}
+		cond := &condition{fleet: healthyFleet(svc.Stage(), side), changedAt: s.now}
 		switch c.args[1] {
 		case "healthy":
 			cond.healthy = true
@@ -331,9 +332,9 @@ func (s *story) observe(c storyCmd) {
 		if l, ok := c.kv["lag"]; ok {
 			cond.fleet.lagMs = s.duration([]string{l}, 0).Milliseconds()
 		}
-		prev := s.conds[Key{svc, side}].fleet
+		prev := s.conds[Key{svc.Stage(), side}].fleet
 		cond.fleet.build, cond.fleet.rolled, cond.fleet.prevBuild = prev.build, prev.rolled, prev.prevBuild
-		s.conds[Key{svc, side}] = cond
+		s.conds[Key{svc.Stage(), side}] = cond
 	}
 }
 
@@ -389,7 +390,7 @@ func (s *story) keys() []Key {
 	var ks []Key
 	for _, svc := range contract.Services() {
 		for _, side := range contract.Sides() {
-			ks = append(ks, Key{svc, side})
+			ks = append(ks, Key{svc.Stage(), side})
 		}
 	}
 	return ks
@@ -431,11 +432,12 @@ func (s *story) note(ds []Decision) {
 func (s *story) redecide() { s.note(s.engine().Redecide(s.now, s.overrides)) }
 
 func (s *story) override(c storyCmd) {
-	if len(c.args) != 3 || !contract.IsSide(c.args[0]) || c.args[1] != "for" {
+	side, err := contract.ParseSide(c.args[0])
+	if len(c.args) != 3 || err != nil || c.args[1] != "for" {
 		s.fatalf("override SIDE for DUR")
 	}
 	for _, svc := range s.services(c) {
-		s.overrides[svc] = &contract.Override{V: contract.ZNodeVersion, Side: c.args[0], Until: s.now.Add(s.duration(c.args, 2)),
+		s.overrides[svc] = &contract.Override{V: contract.ZNodeVersion, Side: side, Until: s.now.Add(s.duration(c.args, 2)),
 			Reason: cmpOr(c.kv["reason"], "story"), By: cmpOr(c.kv["by"], "oncall")}
 	}
 	s.redecide()
@@ -481,7 +483,7 @@ func (s *story) expect(c storyCmd) {
 			case "service":
 				continue
 			case "active":
-				got = st.Active
+				got = st.Active.String()
 			case "switches":
 				got = strconv.Itoa(s.switches[svc])
 			case "degraded":
@@ -519,4 +521,18 @@ func (s *story) expectReason(c storyCmd) {
 			s.fatalf("+%s %s: reason %q lacks %q", s.now.Sub(t0), svc, r, c.args[0])
 		}
 	}
+}
+
+// side parses a side named in a story.
+func (s *story) side(name string) contract.Side {
+	side, err := contract.ParseSide(name)
+	if err != nil {
+		s.fatalf("%v", err)
+	}
+	return side
+}
+
+func isSide(name string) bool {
+	_, err := contract.ParseSide(name)
+	return err == nil
 }

@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"time"
+
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Rule names a verdict rule. The order is the order of severity in which a
@@ -48,11 +50,11 @@ func (r Reason) String() string { return r.Rule.String() + ": " + r.Detail }
 
 // Key identifies one pipeline stage on one side.
 type Key struct {
-	Service string // a stage: aggregator, budget, pacer or bidder
-	Side    string
+	Service contract.Stage // a stage: aggregator, budget, pacer or bidder
+	Side    contract.Side
 }
 
-func (k Key) String() string { return k.Service + "/" + k.Side }
+func (k Key) String() string { return k.Service.String() + "/" + k.Side.String() }
 
 // Verdict is the judgement of one (service, side) over one window.
 type Verdict struct {

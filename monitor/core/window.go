@@ -162,7 +162,7 @@ func (a *Aggregator) WindowStart() time.Time { return a.start }
 // window_start, or one older than what the aggregator still remembers.
 func (a *Aggregator) Add(s *contract.HealthSample, receivedAt time.Time) Outcome {
 	a.counters.Steps++
-	if s.Role != contract.RoleLive || !contract.IsStage(s.Service) || !contract.IsSide(s.Side) || s.Instance == "" {
+	if s.Role != contract.RoleLive || !s.Service.Valid() || !s.Side.Valid() || s.Instance == "" {
 		a.counters.Ignored++
 		return OutcomeIgnored
 	}

@@ -27,12 +27,12 @@ func run(a *Aggregator, fleets []fleet, from time.Time, d time.Duration) {
 	}
 }
 
-var budgetPrimary = Key{contract.StageBudget, contract.SidePrimary}
+var budgetPrimary = Key{contract.StageBudget, contract.Primary}
 
 func TestWindowMergesInstances(t *testing.T) {
 	cfg := DefaultConfig()
 	a := NewAggregator(cfg, t0)
-	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.Primary)
 	f.instances, f.qps, f.lagMs = 4, 200, 75_000
 	run(a, []fleet{f}, t0, 2*time.Minute)
 	s := a.Close(t0.Add(2 * time.Minute))[budgetPrimary]
@@ -69,7 +69,7 @@ func TestWindowP99FromMergedHistograms(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAggregator(DefaultConfig(), t0)
-			fast := contract.HealthSample{V: 1, Service: "budget", Side: "primary", Role: "live", Instance: "a",
+			fast := contract.HealthSample{V: 1, Service: contract.StageBudget, Side: contract.Primary, Role: contract.RoleLive, Instance: "a",
 				WindowStart: t0, WindowEnd: t0.Add(10 * sec), Events: 1000 - tc.slow, LagMsMax: 50}
 			observeN(&fast.LagMs, 50, 1000-tc.slow)
 			slow := fast
@@ -92,7 +92,7 @@ func TestWindowP99FromMergedHistograms(t *testing.T) {
 // must not count twice, in the same window or the next.
 func TestWindowDropsDuplicates(t *testing.T) {
 	a := NewAggregator(DefaultConfig(), t0)
-	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.Primary)
 	var sent []contract.HealthSample
 	for ws := t0; ws.Before(t0.Add(2 * time.Minute)); ws = ws.Add(10 * sec) {
 		ss := f.samples(ws, ws.Add(10*sec))
@@ -118,7 +118,7 @@ func TestWindowDropsDuplicates(t *testing.T) {
 
 func TestWindowAcceptsOutOfOrderOnce(t *testing.T) {
 	a := NewAggregator(DefaultConfig(), t0)
-	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.Primary)
 	f.instances = 1
 	late := f.samples(t0, t0.Add(10*sec))
 	late[0].Partitions, late[0].Build = nil, "b0" // stale assignment and build
@@ -180,12 +180,12 @@ func TestNSamplesMakeNAggregationSteps(t *testing.T) {
 
 func TestWindowIgnoresDarkAndUnknown(t *testing.T) {
 	a := NewAggregator(DefaultConfig(), t0)
-	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.Primary)
 	ss := f.samples(t0, t0.Add(10*sec))
 	dark := ss[0]
 	dark.Role = contract.RoleDark
 	odd := ss[1]
-	odd.Side = "blue"
+	odd.Side = contract.Side(9)
 	if a.Add(&dark, t0) != OutcomeIgnored || a.Add(&odd, t0) != OutcomeIgnored {
 		t.Fatal("not ignored")
 	}
@@ -200,7 +200,7 @@ func TestWindowIgnoresDarkAndUnknown(t *testing.T) {
 func TestCoverageRebalanceVersusLoss(t *testing.T) {
 	cfg := DefaultConfig()
 	sample := func(inst string, ws time.Time, parts ...int32) contract.HealthSample {
-		return contract.HealthSample{V: 1, Service: "budget", Side: "primary", Role: "live", Instance: inst, Build: "b1",
+		return contract.HealthSample{V: 1, Service: contract.StageBudget, Side: contract.Primary, Role: contract.RoleLive, Instance: inst, Build: "b1",
 			Partitions: parts, TopicPartitions: 4, WindowStart: ws, WindowEnd: ws.Add(10 * sec), Events: 1000}
 	}
 	t.Run("rebalance after a kill", func(t *testing.T) {
@@ -278,7 +278,7 @@ func TestCoverageRebalanceVersusLoss(t *testing.T) {
 // shows up later is first seen when its first sample arrives.
 func TestWindowBuildsFirstSeen(t *testing.T) {
 	a := NewAggregator(DefaultConfig(), t0)
-	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.Primary)
 	run(a, []fleet{f}, t0, time.Minute)
 	// a rolling deploy: instance 0 restarts with b2 at 60 s, instance 1 at 80 s
 	for ws := t0.Add(time.Minute); ws.Before(t0.Add(2 * time.Minute)); ws = ws.Add(10 * sec) {
@@ -308,7 +308,7 @@ func TestWindowBuildComesBack(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Stagger.Period = 10 * time.Minute
 	a := NewAggregator(cfg, t0)
-	f := healthyFleet(contract.StageBudget, contract.SidePrimary)
+	f := healthyFleet(contract.StageBudget, contract.Primary)
 	deploy := func(build string, from, to time.Duration) (last WindowStats) {
 		f.build = build
 		for at := from; at < to; at += time.Minute {

@@ -75,7 +75,7 @@ func sameOverride(a, b *contract.Override) bool {
 
 // WindowEntry returns the entry of one window of sel.Service that ended at
 // end: both sides' verdicts and sel, the selection decided with it.
-func WindowEntry(sel contract.Selection, start, end time.Time, verdicts map[string]Verdict, th Thresholds) Entry {
+func WindowEntry(sel contract.Selection, start, end time.Time, verdicts map[contract.Side]Verdict, th Thresholds) Entry {
 	w := &Window{Start: start, End: end, Verdicts: verdicts, Decision: th}
 	return Entry{V: Version, ID: WindowID(sel.Service, sel.Epoch, end), Kind: KindWindow, Service: sel.Service,
 		At: end, Epoch: sel.Epoch, Detail: w.Summary(sel.Active), Selection: sel, Window: w}

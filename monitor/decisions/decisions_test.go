@@ -18,22 +18,22 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 
-func sel(active string, epoch int64, at time.Time) contract.Selection {
-	return contract.Selection{V: 1, Service: "budget", Active: active, Preferred: "primary", Epoch: epoch, DecidedAt: at,
-		Reason: "because", Sides: map[string]contract.SideState{
-			"primary": {Healthy: active == "primary", QPS: 10, LagP99Ms: 40},
-			"standby": {Healthy: true, QPS: 12, LagP99Ms: 30},
+func sel(active contract.Side, epoch int64, at time.Time) contract.Selection {
+	return contract.Selection{V: 1, Service: contract.ServiceBudget, Active: active, Preferred: contract.Primary, Epoch: epoch, DecidedAt: at,
+		Reason: "because", Sides: map[contract.Side]contract.SideState{
+			contract.Primary: {Healthy: active == contract.Primary, QPS: 10, LagP99Ms: 40},
+			contract.Standby: {Healthy: true, QPS: 12, LagP99Ms: 30},
 		}}
 }
 
 func TestChanges(t *testing.T) {
-	base := sel("primary", 1, t0)
-	failover := sel("standby", 2, t0.Add(2*time.Minute))
+	base := sel(contract.Primary, 1, t0)
+	failover := sel(contract.Standby, 2, t0.Add(2*time.Minute))
 	failover.LastSwitch = failover.DecidedAt
 	degraded := failover
 	degraded.Degraded, degraded.DecidedAt = true, t0.Add(4*time.Minute)
 	over := failover
-	over.Override = &contract.Override{V: 1, Side: "standby", Until: t0.Add(time.Hour), Reason: "pin", By: "alice"}
+	over.Override = &contract.Override{V: 1, Side: contract.Standby, Until: t0.Add(time.Hour), Reason: "pin", By: "alice"}
 	stag := failover
 	stag.StaggerViolation = "both sides took a new build"
 	for _, tc := range []struct {
@@ -45,7 +45,7 @@ func TestChanges(t *testing.T) {
 	}{
 		{"first decision", nil, base, "stay", []string{"budget/1/switch"}, []string{"initial"}},
 		{"nothing changed", &base, base, "stay", nil, nil},
-		{"a new window", &base, sel("primary", 1, t0.Add(time.Minute)), "stay", nil, nil},
+		{"a new window", &base, sel(contract.Primary, 1, t0.Add(time.Minute)), "stay", nil, nil},
 		{"failover", &base, failover, "failover", []string{"budget/2/switch"}, []string{"failover"}},
 		{"degraded on", &failover, degraded, "stay",
 			[]string{"budget/2/degraded-on/" + ms(degraded.DecidedAt)}, []string{"degraded_on"}},
@@ -73,7 +73,7 @@ func TestChanges(t *testing.T) {
 		})
 	}
 	sw := Changes(&base, failover, "failover")[0]
-	if sw.From != "primary" || sw.To != "standby" || !sw.At.Equal(failover.LastSwitch) || sw.Selection.Sides["primary"].Healthy {
+	if sw.From != contract.Primary || sw.To != contract.Standby || !sw.At.Equal(failover.LastSwitch) || sw.Selection.Sides[contract.Primary].Healthy {
 		t.Fatalf("switch entry %+v does not carry the evidence", sw)
 	}
 }
@@ -81,7 +81,7 @@ func TestChanges(t *testing.T) {
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 func TestDecodeRejectsBadEntries(t *testing.T) {
-	good, _ := Encode(Changes(nil, sel("primary", 1, t0), "")[0])
+	good, _ := Encode(Changes(nil, sel(contract.Primary, 1, t0), "")[0])
 	for _, tc := range []struct {
 		name, value string
 		want        error
@@ -104,7 +104,7 @@ func TestDecodeRejectsBadEntries(t *testing.T) {
 		t.Fatalf("an unknown field is not ignored: %v", err)
 	}
 	// kcat shows the reasons as they read.
-	s := sel("primary", 1, t0)
+	s := sel(contract.Primary, 1, t0)
 	s.Reason = "input_rate_low: qps 1.0 < 0.5 × standby qps 300.0"
 	if b, _ := Encode(Changes(nil, s, "")[0]); !strings.Contains(string(b), s.Reason) || strings.Contains(string(b), "\n") {
 		t.Fatalf("encoded: %s", b)
@@ -112,11 +112,11 @@ func TestDecodeRejectsBadEntries(t *testing.T) {
 }
 
 func TestMergeKeepsEachIDOnceRecordedFirst(t *testing.T) {
-	a := Changes(nil, sel("primary", 1, t0), "")[0]
+	a := Changes(nil, sel(contract.Primary, 1, t0), "")[0]
 	a.RecordedAt, a.RecordedBy = t0.Add(time.Second), "m1"
 	retry := a
 	retry.RecordedAt, retry.RecordedBy = t0.Add(3*time.Second), "m1-retry"
-	win := WindowEntry(sel("primary", 1, t0), t0.Add(-time.Minute), t0, map[string]Verdict{"primary": {Healthy: true}}, Thresholds{})
+	win := WindowEntry(sel(contract.Primary, 1, t0), t0.Add(-time.Minute), t0, map[contract.Side]Verdict{contract.Primary: {Healthy: true}}, Thresholds{})
 	got := Merge([]Entry{retry, win}, []Entry{a, win})
 	if len(got) != 2 || got[0].ID != win.ID || got[1].ID != a.ID || got[1].RecordedBy != "m1" {
 		t.Fatalf("merged %+v", got)
@@ -151,15 +151,15 @@ func TestReadMergesBothCopiesAndSkipsBadValues(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, s := kafkatest.Cluster(t), kafkatest.Cluster(t)
-	entries := []Entry{Changes(nil, sel("primary", 1, t0), "")[0]}
-	failover := sel("standby", 2, t0.Add(2*time.Minute))
+	entries := []Entry{Changes(nil, sel(contract.Primary, 1, t0), "")[0]}
+	failover := sel(contract.Standby, 2, t0.Add(2*time.Minute))
 	failover.LastSwitch = failover.DecidedAt
 	entries = append(entries, Changes(&entries[0].Selection, failover, "failover")...)
 	newer, _ := Encode(entries[0])
 	bad := [][]byte{[]byte("{not json"), []byte(strings.Replace(string(newer), `"v":1,`, `"v":7,`, 1)), []byte(`{"v":1,"kind":"switch"}`)}
 	for i, c := range []interface{ ListenAddrs() []string }{p, s} {
 		brokers := c.ListenAddrs()
-		if err := kafka.EnsureTopics(ctx, brokers, 1, 1, kafka.TopicSpec{Name: Topic}); err != nil {
+		if err := kafka.EnsureTopics(ctx, kafka.Cluster{Brokers: brokers}, 1, 1, kafka.TopicSpec{Name: Topic}); err != nil {
 			t.Fatal(err)
 		}
 		cl := kafkatest.Client(t, brokers)
@@ -170,7 +170,7 @@ func TestReadMergesBothCopiesAndSkipsBadValues(t *testing.T) {
 			}
 			e.RecordedAt = e.At.Add(time.Millisecond)
 			b, _ := Encode(e)
-			recs = append(recs, &kgo.Record{Topic: Topic, Key: []byte(e.Service), Value: b, Timestamp: e.RecordedAt})
+			recs = append(recs, &kgo.Record{Topic: Topic, Key: []byte(e.Service.String()), Value: b, Timestamp: e.RecordedAt})
 		}
 		for _, v := range bad {
 			recs = append(recs, &kgo.Record{Topic: Topic, Value: v, Timestamp: t0})
@@ -179,7 +179,7 @@ func TestReadMergesBothCopiesAndSkipsBadValues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	both := []Source{{"primary", p.ListenAddrs()}, {"standby", s.ListenAddrs()}}
+	both := []Source{{Side: "primary", Brokers: p.ListenAddrs()}, {Side: "standby", Brokers: s.ListenAddrs()}}
 	got, stats, err := Read(ctx, ReadOptions{Sources: both})
 	if err != nil {
 		t.Fatal(err)

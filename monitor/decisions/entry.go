@@ -60,14 +60,14 @@ type Entry struct {
 	// ID is deterministic: the same decision always gets the same id, so a
 	// retry, the copy on the other cluster or a rewrite after a leader
 	// change is recognised as a duplicate. See the ID functions.
-	ID      string    `json:"id"`
-	Kind    Kind      `json:"kind"`
-	Service string    `json:"service"`
-	At      time.Time `json:"at"`
-	Epoch   int64     `json:"epoch"`
+	ID      string           `json:"id"`
+	Kind    Kind             `json:"kind"`
+	Service contract.Service `json:"service"`
+	At      time.Time        `json:"at"`
+	Epoch   int64            `json:"epoch"`
 	// From and To are the sides of a switch (From "" for the first decision).
-	From string `json:"from,omitempty"`
-	To   string `json:"to,omitempty"`
+	From contract.Side `json:"from,omitempty"`
+	To   contract.Side `json:"to,omitempty"`
 	// Cause is the rule behind a switch: failover, return, override or initial.
 	Cause string `json:"cause,omitempty"`
 	// On is set on degraded, override and stagger entries: began (true) or ended.
@@ -88,7 +88,7 @@ type Window struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 	// Verdicts are both sides' verdicts over the window, by side.
-	Verdicts map[string]Verdict `json:"verdicts"`
+	Verdicts map[contract.Side]Verdict `json:"verdicts"`
 	// Decision are the thresholds the decision was made with.
 	Decision Thresholds `json:"decision"`
 }
@@ -135,17 +135,17 @@ var (
 // window end).
 
 // SwitchID is the id of the switch that started epoch.
-func SwitchID(service string, epoch int64) string {
-	return service + "/" + strconv.FormatInt(epoch, 10) + "/switch"
+func SwitchID(service contract.Service, epoch int64) string {
+	return service.String() + "/" + strconv.FormatInt(epoch, 10) + "/switch"
 }
 
 // FlagID is the id of a degraded, override or stagger change decided at at.
-func FlagID(service string, epoch int64, kind Kind, on bool, at time.Time) string {
+func FlagID(service contract.Service, epoch int64, kind Kind, on bool, at time.Time) string {
 	return fmt.Sprintf("%s/%d/%s-%s/%d", service, epoch, kind, onOff(on), at.UnixMilli())
 }
 
 // WindowID is the id of the window of service that ended at end.
-func WindowID(service string, epoch int64, end time.Time) string {
+func WindowID(service contract.Service, epoch int64, end time.Time) string {
 	return fmt.Sprintf("%s/%d/window/%d", service, epoch, end.UnixMilli())
 }
 
@@ -209,13 +209,13 @@ func (e *Entry) check() error {
 		return errors.New(`no "id"`)
 	case !slices.Contains(Kinds(), e.Kind):
 		return fmt.Errorf("kind %q is none of %v", e.Kind, Kinds())
-	case !contract.IsService(e.Service):
+	case !e.Service.Valid():
 		return fmt.Errorf("service %q is not a service", e.Service)
 	case e.At.IsZero():
 		return errors.New(`no "at"`)
-	case !contract.IsSide(e.Selection.Active):
+	case !e.Selection.Active.Valid():
 		return fmt.Errorf("selection.active %q is not a side", e.Selection.Active)
-	case e.Kind == KindSwitch && !contract.IsSide(e.To):
+	case e.Kind == KindSwitch && !e.To.Valid():
 		return fmt.Errorf("switch to %q, not a side", e.To)
 	case (e.Kind == KindDegraded || e.Kind == KindOverride || e.Kind == KindStagger) && e.On == nil:
 		return fmt.Errorf(`%s entry without "on"`, e.Kind)
@@ -227,18 +227,18 @@ func (e *Entry) check() error {
 
 // Summary is one line for a window's verdicts: each side healthy or its
 // failing rules, and the active side.
-func (w *Window) Summary(active string) string {
+func (w *Window) Summary(active contract.Side) string {
 	var parts []string
 	for _, side := range contract.Sides() {
 		v, ok := w.Verdicts[side]
 		switch {
 		case !ok:
-			parts = append(parts, side+" no verdict")
+			parts = append(parts, side.String()+" no verdict")
 		case v.Healthy:
 			parts = append(parts, fmt.Sprintf("%s healthy (qps %.1f, lag p99 %d ms)", side, v.QPS, v.LagP99Ms))
 		default:
-			parts = append(parts, side+" UNHEALTHY: "+strings.Join(v.Reasons, "; "))
+			parts = append(parts, side.String()+" UNHEALTHY: "+strings.Join(v.Reasons, "; "))
 		}
 	}
-	return strings.Join(parts, ", ") + "; active " + active
+	return strings.Join(parts, ", ") + "; active " + active.String()
 }

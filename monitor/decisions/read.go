@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 )
 
@@ -16,6 +17,8 @@ import (
 type Source struct {
 	Side    string
 	Brokers []string
+	// KafkaAuth is the cluster's TLS and SASL (nil: plaintext).
+	KafkaAuth *contract.KafkaAuth
 }
 
 // ReadOptions say which part of the record to read.
@@ -83,7 +86,7 @@ func Read(ctx context.Context, o ReadOptions) ([]Entry, []SourceStats, error) {
 
 func readSource(ctx context.Context, o ReadOptions, src Source) ([]Entry, SourceStats) {
 	st := SourceStats{Side: src.Side}
-	cl, err := kafka.NewClient(src.Brokers, o.ClientID)
+	cl, err := kafka.NewClient(kafka.Cluster{Name: src.Side, Brokers: src.Brokers, Auth: src.KafkaAuth}, o.ClientID)
 	if err != nil {
 		st.Err = err
 		return nil, st

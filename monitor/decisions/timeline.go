@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Merge returns the entries of every list (e.g. the copies read from both
@@ -51,8 +53,8 @@ func Compare(a, b Entry) int {
 
 // Filter selects entries.
 type Filter struct {
-	// Service: only this service ("" every service).
-	Service string
+	// Service: only this service (unset: every service).
+	Service contract.Service
 	// Since and Until bound At (inclusive; zero: unbounded).
 	Since, Until time.Time
 	// Kinds: only these kinds (none: every kind).
@@ -61,7 +63,7 @@ type Filter struct {
 
 // Match reports whether e passes the filter.
 func (f Filter) Match(e *Entry) bool {
-	return (f.Service == "" || e.Service == f.Service) &&
+	return (f.Service == 0 || e.Service == f.Service) &&
 		(f.Since.IsZero() || !e.At.Before(f.Since)) &&
 		(f.Until.IsZero() || !e.At.After(f.Until)) &&
 		(len(f.Kinds) == 0 || slices.Contains(f.Kinds, e.Kind))

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafka/kgoka"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -45,8 +46,8 @@ func measure(events int, f func() error) (Rate, error) {
 
 // ReadTopic reads topic from its start with one franz-go consumer until want
 // records arrived, and returns how long that took.
-func ReadTopic(ctx context.Context, brokers []string, topic string, want int) (time.Duration, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+func ReadTopic(ctx context.Context, c kafka.Cluster, topic string, want int) (time.Duration, error) {
+	cl, err := kafka.NewClient(c, "bench-raw-consumer", kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return 0, err
@@ -68,7 +69,7 @@ func ReadTopic(ctx context.Context, brokers []string, topic string, want int) (t
 // it counted want, and returns its rate from its first event to its last.
 // It writes through goka's own sarama producer, or through hotpair's Kafka
 // client layer (as the pipeline does) with hotpairClient.
-func bareGoka(ctx context.Context, brokers []string, group string, want int, hotpairClient bool) (Rate, error) {
+func bareGoka(ctx context.Context, c kafka.Cluster, group string, want int, hotpairClient bool) (Rate, error) {
 	var n atomic.Int64
 	var wall atomic.Int64
 	var cpu atomic.Int64
@@ -91,12 +92,12 @@ func bareGoka(ctx context.Context, brokers []string, group string, want int, hot
 	if err != nil {
 		return Rate{}, err
 	}
-	opts := append(kafka.Builders{ClientID: group, Replication: 1}.ProcessorOptions(),
+	opts := append(kgoka.Builders{ClientID: group, Auth: c.Auth, Replication: 1}.ProcessorOptions(),
 		goka.WithStorageBuilder(sb), goka.WithLogger(quietLogger{}))
 	if !hotpairClient {
-		opts = append(opts, goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(kafka.SaramaConfig(group))))
+		opts = append(opts, goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(kgoka.SaramaConfig(group, c.Auth))))
 	}
-	proc, err := goka.NewProcessor(brokers, g, opts...)
+	proc, err := goka.NewProcessor(c.Brokers, g, opts...)
 	if err != nil {
 		return Rate{}, err
 	}

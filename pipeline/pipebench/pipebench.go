@@ -20,7 +20,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafka/devsec"
 )
 
 // ErrInvalidConfig is returned by Run for an unusable Config.
@@ -44,6 +46,10 @@ type Config struct {
 	Probes int
 	// Timeout bounds each phase (default 5m).
 	Timeout time.Duration
+	// Secure runs the cluster with TLS and SASL/SCRAM on, every client
+	// through them, as against a secured production cluster: what
+	// security costs, against the same baselines.
+	Secure bool
 	// CPUProfile and Trace, when set, receive a CPU profile and an
 	// execution trace of the pipeline's backlog phase.
 	CPUProfile, Trace io.Writer
@@ -163,20 +169,29 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	log := cfg.Logger
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	var auth *contract.KafkaAuth
+	if cfg.Secure {
+		sec, err := devsec.New()
+		if err != nil {
+			return Result{}, fmt.Errorf("pipebench: %w", err)
+		}
+		opts, auth = append(opts, sec.ClusterOpts()...), sec.Auth()
+	}
+	cluster, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return Result{}, fmt.Errorf("pipebench: starting kfake: %w", err)
 	}
 	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
+	c := kafka.Cluster{Brokers: cluster.ListenAddrs(), Auth: auth}
 	res := Result{Campaigns: cfg.Campaigns, Events: cfg.Events, Partitions: cfg.Partitions}
 
 	w := newWorkload(cfg.Campaigns, cfg.Events, cfg.Partitions, time.Now())
 	log.Debug("writing the workload", "events", w.records(), "windows", w.windows)
-	if err := kafka.EnsureTopics(ctx, brokers, cfg.Partitions, 1, kafka.TopicSpec{Name: topicAdEvents}); err != nil {
+	if err := kafka.EnsureTopics(ctx, c, cfg.Partitions, 1, kafka.TopicSpec{Name: topicAdEvents}); err != nil {
 		return res, fmt.Errorf("pipebench: %w", err)
 	}
-	if err := w.produce(ctx, brokers); err != nil {
+	if err := w.produce(ctx, c); err != nil {
 		return res, err
 	}
 	phase := func(name string, f func(context.Context) (Rate, error)) (Rate, error) {
@@ -191,23 +206,23 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	n := w.records()
 	if res.Raw, err = phase("raw franz-go consumer", func(ctx context.Context) (Rate, error) {
-		return measure(n, func() error { _, err := ReadTopic(ctx, brokers, topicAdEvents, n); return err })
+		return measure(n, func() error { _, err := ReadTopic(ctx, c, topicAdEvents, n); return err })
 	}); err != nil {
 		return res, err
 	}
 	if res.Goka, err = phase("bare goka", func(ctx context.Context) (Rate, error) {
-		return bareGoka(ctx, brokers, "bench-bare-goka", n, false)
+		return bareGoka(ctx, c, "bench-bare-goka", n, false)
 	}); err != nil {
 		return res, err
 	}
 	if res.GokaHotpair, err = phase("bare goka, hotpair client", func(ctx context.Context) (Rate, error) {
-		return bareGoka(ctx, brokers, "bench-bare-goka-hotpair", n, true)
+		return bareGoka(ctx, c, "bench-bare-goka-hotpair", n, true)
 	}); err != nil {
 		return res, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	if err := runPipeline(pctx, cfg, brokers, w, &res); err != nil {
+	if err := runPipeline(pctx, cfg, c, w, &res); err != nil {
 		return res, fmt.Errorf("pipebench: pipeline: %w", err)
 	}
 	res.Ratio = res.Pipeline.EventsPerSec / res.Goka.EventsPerSec

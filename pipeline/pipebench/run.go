@@ -20,11 +20,11 @@ import (
 
 // runPipeline runs the aggregator and the budget enforcer with the default
 // windows over the backlog, then probes them idle, and fills res.
-func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload, res *Result) error {
+func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, res *Result) error {
 	reg := prometheus.NewRegistry()
 	p, err := pipeline.New(pipeline.Options{
-		Brokers: brokers, Side: contract.SidePrimary, Instance: "bench",
-		Stages:     []string{contract.StageAggregator, contract.StageBudget},
+		Brokers: c.Brokers, KafkaAuth: c.Auth, Side: contract.Primary, Instance: "bench",
+		Stages:     []contract.Stage{contract.StageAggregator, contract.StageBudget},
 		Partitions: cfg.Partitions, Replication: 1, CreateTopics: true,
 		Storage: statestore.Config{Backend: statestore.BackendMemory},
 		Window:  window, Lateness: lateness,
@@ -35,10 +35,10 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 	}
 	// The reader starts first, so the topic must exist.
 	statusTopic := contract.TopicsWithPrefix("").BudgetStatus
-	if err := kafka.EnsureTopics(ctx, brokers, cfg.Partitions, 1, kafka.TopicSpec{Name: statusTopic, Compacted: true}); err != nil {
+	if err := kafka.EnsureTopics(ctx, c, cfg.Partitions, 1, kafka.TopicSpec{Name: statusTopic, Compacted: true}); err != nil {
 		return err
 	}
-	rd, err := newStatusReader(brokers, statusTopic)
+	rd, err := newStatusReader(c, statusTopic)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func runPipeline(ctx context.Context, cfg Config, brokers []string, w *workload,
 	res.Backlog.IngestHop = Quantiles{} // the backlog's age, not a hop
 
 	// Steady: events at a fraction of the backlog throughput.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kafka.GokaPartitioner(), kgo.ProducerLinger(0))
+	cl, err := kafka.NewProducer(c, "bench-probes", kgo.ProducerLinger(0))
 	if err != nil {
 		return err
 	}
@@ -119,8 +119,8 @@ type pipeMetrics struct{ g prometheus.Gatherer }
 
 func metricsOf(g prometheus.Gatherer) pipeMetrics { return pipeMetrics{g} }
 
-func (m pipeMetrics) get(name, service string) float64 {
-	v, _ := metricvalue.Get(m.g, name, "service", service)
+func (m pipeMetrics) get(name string, stage contract.Stage) float64 {
+	v, _ := metricvalue.Get(m.g, name, "service", stage.String())
 	return v
 }
 
@@ -161,8 +161,8 @@ type snapshots struct {
 }
 
 func (m pipeMetrics) snapshot() snapshots {
-	get := func(name, service string) metricvalue.Native {
-		h, ok := metricvalue.Histogram(m.g, name, "service", service)
+	get := func(name string, stage contract.Stage) metricvalue.Native {
+		h, ok := metricvalue.Histogram(m.g, name, "service", stage.String())
 		if !ok {
 			return metricvalue.Native{}
 		}
@@ -223,8 +223,8 @@ type statusReader struct {
 	count  int
 }
 
-func newStatusReader(brokers []string, topic string) (*statusReader, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+func newStatusReader(c kafka.Cluster, topic string) (*statusReader, error) {
+	cl, err := kafka.NewClient(c, "bench-status-reader", kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return nil, err

@@ -121,8 +121,8 @@ func (w *workload) sentinel(p int32, i int) *kgo.Record {
 }
 
 // produce writes the backlog, then the sentinels.
-func (w *workload) produce(ctx context.Context, brokers []string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kafka.GokaPartitioner(),
+func (w *workload) produce(ctx context.Context, c kafka.Cluster) error {
+	cl, err := kafka.NewProducer(c, "bench-workload",
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
 	if err != nil {
 		return fmt.Errorf("pipebench: producer: %w", err)

@@ -20,8 +20,8 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func sample(side, inst string, ws time.Time) contract.HealthSample {
-	s := contract.HealthSample{V: 1, Service: "budget", Side: side, Role: "live", Instance: inst, Build: "b1",
+func sample(side contract.Side, inst string, ws time.Time) contract.HealthSample {
+	s := contract.HealthSample{V: 1, Service: contract.StageBudget, Side: side, Role: contract.RoleLive, Instance: inst, Build: "b1",
 		Partitions: []int32{0, 1}, TopicPartitions: 2, WindowStart: ws, WindowEnd: ws.Add(10 * time.Second),
 		Events: 1000, LagMsMax: 70}
 	for range 1000 {
@@ -32,8 +32,8 @@ func sample(side, inst string, ws time.Time) contract.HealthSample {
 
 func TestJSONLinesRoundTrip(t *testing.T) {
 	recs := []core.Record{
-		{Sample: sample("primary", "a", t0), ReceivedAt: t0.Add(10*time.Second + 3*time.Millisecond)},
-		{Sample: sample("standby", "b", t0)}, // no receive time
+		{Sample: sample(contract.Primary, "a", t0), ReceivedAt: t0.Add(10*time.Second + 3*time.Millisecond)},
+		{Sample: sample(contract.Standby, "b", t0)}, // no receive time
 	}
 	var buf bytes.Buffer
 	if err := WriteJSONLines(&buf, recs); err != nil {
@@ -53,7 +53,7 @@ func TestJSONLinesRoundTrip(t *testing.T) {
 }
 
 func TestReadJSONLinesNamesTheBadLine(t *testing.T) {
-	good, _ := contract.Encode(sample("primary", "a", t0))
+	good, _ := contract.Encode(sample(contract.Primary, "a", t0))
 	for _, tc := range []struct{ name, text, want string }{
 		{"not json", string(good) + "\n{oops\n", "line 2"},
 		{"missing field", string(good) + "\n" + strings.Replace(string(good), `"instance":"a",`, "", 1) + "\n", `line 2: missing_field: field "instance"`},
@@ -70,11 +70,11 @@ func TestReadJSONLinesNamesTheBadLine(t *testing.T) {
 
 // produce writes samples to the health topic of a cluster with the given
 // record timestamps, plus one bad record and one of the wrong side.
-func produce(t *testing.T, brokers []string, side string, n int) {
+func produce(t *testing.T, brokers []string, side contract.Side, n int) {
 	t.Helper()
 	ctx := context.Background()
 	topic := contract.TopicsWithPrefix("").Health
-	if err := kafka.EnsureTopics(ctx, brokers, 3, 1, kafka.TopicSpec{Name: topic}); err != nil {
+	if err := kafka.EnsureTopics(ctx, kafka.Cluster{Brokers: brokers}, 3, 1, kafka.TopicSpec{Name: topic}); err != nil {
 		t.Fatal(err)
 	}
 	cl := kafkatest.Client(t, brokers)
@@ -87,7 +87,7 @@ func produce(t *testing.T, brokers []string, side string, n int) {
 			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(s.Key()), Value: b, Timestamp: s.WindowEnd.Add(time.Millisecond)})
 		}
 	}
-	wrong, _ := contract.Encode(sample(contract.OtherSide(side), "x", t0))
+	wrong, _ := contract.Encode(sample(side.Other(), "x", t0))
 	recs = append(recs, &kgo.Record{Topic: topic, Value: []byte("{not a sample"), Timestamp: t0.Add(time.Hour)},
 		&kgo.Record{Topic: topic, Value: wrong, Timestamp: t0.Add(time.Hour)})
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -97,11 +97,11 @@ func produce(t *testing.T, brokers []string, side string, n int) {
 
 func TestReadTopic(t *testing.T) {
 	c := kafkatest.Cluster(t)
-	produce(t, c.ListenAddrs(), "primary", 30)
+	produce(t, c.ListenAddrs(), contract.Primary, 30)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	recs, st, err := ReadTopic(ctx, TopicOptions{Brokers: c.ListenAddrs(), Side: "primary"})
+	recs, st, err := ReadTopic(ctx, TopicOptions{Brokers: c.ListenAddrs(), Side: contract.Primary})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestReadTopic(t *testing.T) {
 	}
 
 	// since: only the samples of windows ending at 200 s or later (and the two odd records)
-	recs, st, err = ReadTopic(ctx, TopicOptions{Brokers: c.ListenAddrs(), Side: "primary", Since: t0.Add(200 * time.Second)})
+	recs, st, err = ReadTopic(ctx, TopicOptions{Brokers: c.ListenAddrs(), Side: contract.Primary, Since: t0.Add(200 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestReadTopicMissing(t *testing.T) {
 	c := kafkatest.Cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _, err := ReadTopic(ctx, TopicOptions{Brokers: c.ListenAddrs(), Side: "standby", Topic: "nope-health"})
+	_, _, err := ReadTopic(ctx, TopicOptions{Brokers: c.ListenAddrs(), Side: contract.Standby, Topic: "nope-health"})
 	if !errors.Is(err, ErrNoTopic) || !strings.Contains(err.Error(), fmt.Sprintf("%q on the standby brokers", "nope-health")) {
 		t.Fatalf("err %v", err)
 	}

@@ -84,7 +84,7 @@ func RecordedWindows(entries []decisions.Entry) (windows []core.RecordedWindow, 
 			continue
 		}
 		w := core.RecordedWindow{Service: e.Service, Start: e.Window.Start, End: e.Window.End, State: st,
-			Verdicts: map[string]core.RecordedVerdict{}, Stagger: e.Selection.StaggerViolation != ""}
+			Verdicts: map[contract.Side]core.RecordedVerdict{}, Stagger: e.Selection.StaggerViolation != ""}
 		for side, v := range e.Window.Verdicts {
 			w.Verdicts[side] = core.RecordedVerdict{Healthy: v.Healthy, Reasons: v.Reasons, CatchingUp: v.CatchingUp, QPS: v.QPS,
 				LagP99Ms: v.LagP99Ms, AggregatorLagP99Ms: v.AggregatorLagP99Ms, Build: v.Build}

@@ -19,9 +19,11 @@ var ErrNoTopic = errors.New("history: topic not found")
 // TopicOptions says which history to read from one cluster.
 type TopicOptions struct {
 	Brokers []string
+	// KafkaAuth is the cluster's TLS and SASL (nil: plaintext).
+	KafkaAuth *contract.KafkaAuth
 	// Side is the side whose cluster Brokers address; samples that claim
 	// another side are counted in TopicStats.WrongSide and skipped.
-	Side string
+	Side contract.Side
 	// Topic is the health topic (default "hotpair-health").
 	Topic string
 	// Since: records with a timestamp before it are not read (zero: from
@@ -49,7 +51,7 @@ func ReadTopic(ctx context.Context, o TopicOptions) ([]core.Record, TopicStats, 
 	if o.ClientID == "" {
 		o.ClientID = "hotpair-simulate"
 	}
-	cl, err := kafka.NewClient(o.Brokers, o.ClientID)
+	cl, err := kafka.NewClient(kafka.Cluster{Name: o.Side.String(), Brokers: o.Brokers, Auth: o.KafkaAuth}, o.ClientID)
 	if err != nil {
 		return nil, st, fmt.Errorf("history: %s: %w", o.Side, err)
 	}

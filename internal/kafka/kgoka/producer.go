@@ -1,13 +1,13 @@
-package kafka
+package kgoka
 
 import (
 	"context"
-	"fmt"
 	"hash"
 	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -27,19 +27,24 @@ type producer struct {
 	cl *kgo.Client
 }
 
-// NewGokaProducer returns a goka producer writing through a new franz-go
-// client of brokers. Keys are partitioned by goka's hasher, as goka's own
-// producer does, so tables and streams stay co-partitioned; records are
-// written idempotently with acks from all in-sync replicas.
-func NewGokaProducer(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+// producerBuilder builds goka producers writing through a new franz-go
+// client of the cluster (brokers come from goka). Keys are partitioned by
+// goka's hasher, as goka's own producer does, so tables and streams stay
+// co-partitioned; records are written idempotently with acks from all
+// in-sync replicas.
+func (b Builders) producerBuilder() goka.ProducerBuilder {
+	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+		return newProducer(kafka.Cluster{Brokers: brokers, Auth: b.Auth}, clientID, hasher)
+	}
+}
+
+func newProducer(c kafka.Cluster, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
 	hash := func(b []byte) uint32 {
 		h := hasher()
 		h.Write(b)
 		return h.Sum32()
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers...),
-		kgo.ClientID(clientID),
+	cl, err := kafka.NewClient(c, clientID,
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(hash))),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
@@ -48,7 +53,7 @@ func NewGokaProducer(brokers []string, clientID string, hasher func() hash.Hash3
 		kgo.MaxBufferedRecords(10_000),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: producer: %w", err)
+		return nil, err
 	}
 	return &producer{cl: cl}, nil
 }

@@ -1,0 +1,38 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafkatest"
+)
+
+// A pipeline whose cluster refuses its password stops at start with an
+// error naming the broker and the mechanism, instead of retrying forever.
+func TestPipelineWithAWrongPasswordStopsAtStart(t *testing.T) {
+	kc, sec := kafkatest.SecureCluster(t)
+	auth := sec.Auth()
+	auth.SASL.Password = "wrong"
+	o := testOptions(kc.ListenAddrs(), contract.Primary)
+	o.KafkaAuth = auth
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = p.Run(ctx)
+	if !errors.Is(err, kafka.ErrAuth) || ctx.Err() != nil {
+		t.Fatalf("Run: %v, want ErrAuth at start", err)
+	}
+	for _, w := range []string{kc.ListenAddrs()[0], "SCRAM-SHA-256"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%v lacks %q", err, w)
+		}
+	}
+}
