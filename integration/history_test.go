@@ -67,7 +67,7 @@ func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 		t.Fatalf("/api/v1/history after the restart: %v", got)
 	}
 	since := "-" + time.Since(started).Round(time.Second).String()
-	both := []string{"--brokers", strings.Join(a.PrimaryBrokers, ","), "--standby-brokers", strings.Join(a.StandbyBrokers, ",")}
+	both := append([]string{"--brokers", strings.Join(a.PrimaryBrokers, ","), "--standby-brokers", strings.Join(a.StandbyBrokers, ",")}, kafkaArgs(t, a)...)
 	hist := run(t, bin, append([]string{"history", "--since", since, "--service", "budget"}, both...)...)
 	for want, n := range map[string]int{"SWITCH primary → standby  failover": 1, "SWITCH standby → primary  return": 1,
 		"budget: 2 switch(es) (1 failover, 1 return)": 1} {
@@ -98,7 +98,7 @@ func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 		return slices.Compact(ids)
 	}
 	var onStandby []string
-	kafkatest.Follow(t, a.StandbyBrokers, decisions.Topic).Until(t, 10*time.Second, func(recs []*kgo.Record) string {
+	kafkatest.FollowOf(t, kafkaOf(t, a, a.StandbyBrokers), decisions.Topic).Until(t, 10*time.Second, func(recs []*kgo.Record) string {
 		onStandby = failovers(recs)
 		if len(onStandby) < 3+2+3 { // initial ×3, budget's failover and return, the three failovers now
 			return fmt.Sprintf("the standby's copy holds the switches %v", onStandby)
@@ -118,7 +118,7 @@ func TestDecisionHistorySurvivesRestarts(t *testing.T) {
 	// The primary comes back: its producer delivers what waited, so its
 	// own copy holds every switch as well.
 	run(t, bin, "fault", "heal", "--http", a.HTTP, stop)
-	kafkatest.Follow(t, a.PrimaryBrokers, decisions.Topic).Until(t, 30*time.Second, func(recs []*kgo.Record) string {
+	kafkatest.FollowOf(t, kafkaOf(t, a, a.PrimaryBrokers), decisions.Topic).Until(t, 30*time.Second, func(recs []*kgo.Record) string {
 		if got := failovers(recs); !slices.Equal(got, onStandby) {
 			return fmt.Sprintf("the primary's copy holds the switches %v, the standby's %v", got, onStandby)
 		}

@@ -44,13 +44,13 @@ func TestSandboxAsAUserChecksIt(t *testing.T) {
 	}
 
 	// An external Kafka client attaches to the printed brokers.
-	cl := kafkatest.Client(t, a.PrimaryBrokers)
+	cl := kafkatest.ClientOf(t, kafkaOf(t, a, a.PrimaryBrokers))
 	ev := fmt.Sprintf(`{"v":1,"id":"external-1","type":"click","campaign":"external-camp","advertiser":"ext","price_micros":4242,"ts":%q}`,
 		time.Now().UTC().Format(time.RFC3339Nano))
 	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "ad-events", Key: []byte("external-camp"), Value: []byte(ev)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	kafkatest.Follow(t, a.PrimaryBrokers, "budget-status").Until(t, time.Minute, func(recs []*kgo.Record) string {
+	kafkatest.FollowOf(t, kafkaOf(t, a, a.PrimaryBrokers), "budget-status").Until(t, time.Minute, func(recs []*kgo.Record) string {
 		v, ok := kafkatest.LatestOf(recs)["external-camp"]
 		if !ok {
 			return "the external record is not processed"

@@ -21,7 +21,7 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	campaigns := fs.Int("campaigns", 40, "simulated campaigns")
 	qps := fs.Float64("qps", 300, "simulated ad requests per second at the day curve's mean")
 	day := fs.Duration("day", 10*time.Minute, "how long one simulated day of the traffic curve lasts (time runs faster)")
-	insecure := fs.Bool("insecure", false, "turn ZooKeeper ACLs off")
+	insecure := fs.Bool("insecure", false, "turn security off: ZooKeeper ACLs, and TLS and SASL on both Kafka clusters")
 	instances := fs.Int("instances", 1, "run each side's pipeline as this many instances sharing its partitions")
 	partitions := fs.Int("partitions", 4, "partitions of every topic")
 	window := fs.Duration("window", sandbox.DemoTiming().Window, "the monitor's evaluation window")
@@ -73,10 +73,20 @@ func printAddresses(a *app, addr sandbox.Addresses) {
 	if addr.OperatorAuth != "" {
 		fmt.Fprintf(w, "  operator auth    %s   (for hotpair override --auth)\n", addr.OperatorAuth)
 	}
+	if addr.KafkaSecurityProtocol != "" {
+		fmt.Fprintf(w, "  Kafka            %s, SASL %s user %s password %s\n", addr.KafkaSecurityProtocol,
+			addr.KafkaSASLMechanism, addr.KafkaSASLUsername, addr.KafkaSASLPassword)
+		fmt.Fprintf(w, "  Kafka CA         %s\n", addr.KafkaCAFile)
+	}
 	fmt.Fprintf(w, "\nTry:\n")
 	fmt.Fprintf(w, "  hotpair fault inject --http %s stall --service budget --side primary\n", addr.HTTP)
 	fmt.Fprintf(w, "  hotpair status --zk %s --zk-root %s\n", addr.ZK, addr.ZKRoot)
 	fmt.Fprintf(w, "  hotpair fault heal --http %s --all\n", addr.HTTP)
+	if addr.KafkaSecurityProtocol != "" {
+		fmt.Fprintf(w, "  kcat -X security.protocol=%s -X sasl.mechanisms=%s -X sasl.username=%s -X sasl.password=%s -X ssl.ca.location=%s -b %s -L\n",
+			addr.KafkaSecurityProtocol, addr.KafkaSASLMechanism, addr.KafkaSASLUsername, addr.KafkaSASLPassword,
+			addr.KafkaCAFile, strings.Join(addr.PrimaryBrokers, ","))
+	}
 	fmt.Fprintf(w, "\nCtrl-C stops everything.\n")
 }
 

@@ -143,8 +143,14 @@ type Follower struct {
 // Follow starts following topic until the test ends.
 func Follow(t testing.TB, brokers []string, topic string) *Follower {
 	t.Helper()
+	return FollowOf(t, kafka.Cluster{Brokers: brokers}, topic)
+}
+
+// FollowOf is Follow for a cluster with its security settings.
+func FollowOf(t testing.TB, c kafka.Cluster, topic string) *Follower {
+	t.Helper()
 	f := &Follower{topic: topic}
-	cl := Client(t, brokers, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cl := ClientOf(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.MetadataMinAge(100*time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

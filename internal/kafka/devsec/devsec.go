@@ -109,7 +109,7 @@ func (s *Setup) WritePassword(path string) error {
 // SCRAM-SHA-512; a client without TLS or without the credentials is refused.
 func (s *Setup) ClusterOpts() []kfake.Opt {
 	return []kfake.Opt{
-		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{s.server}, MinVersion: tls.VersionTLS12}),
+		kfake.ListenFn(listenFn(&tls.Config{Certificates: []tls.Certificate{s.server}, MinVersion: tls.VersionTLS12})),
 		kfake.EnableSASL(),
 		kfake.Superuser(contract.SASLSCRAMSHA256, s.User, s.Password),
 		kfake.Superuser(contract.SASLSCRAMSHA512, s.User, s.Password),
