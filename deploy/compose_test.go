@@ -124,6 +124,7 @@ func mountHostPath(t *testing.T, tree *mountedTree, src, target string) {
 func TestComposeAddressesAgree(t *testing.T) {
 	p := loadCompose(t)
 	listens := map[string]bool{} // host:port inside the Compose network
+	secure := map[string]bool{}  // of those, the brokers' SASL_SSL listeners
 	published := map[string]string{}
 	for name, s := range p.Services {
 		for _, port := range s.Ports {
@@ -139,10 +140,19 @@ func TestComposeAddressesAgree(t *testing.T) {
 			return ""
 		}
 		switch {
-		case strings.HasPrefix(s.Image, "apache/kafka"):
+		case strings.HasPrefix(s.Image, "apache/kafka") && env("KAFKA_PROCESS_ROLES") != "":
+			protocol := map[string]string{}
+			for _, m := range strings.Split(env("KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"), ",") {
+				l, p, _ := strings.Cut(m, ":")
+				protocol[l] = p
+			}
+			if env("KAFKA_SASL_ENABLED_MECHANISMS") != "SCRAM-SHA-512" {
+				t.Errorf("%s: KAFKA_SASL_ENABLED_MECHANISMS=%q, want SCRAM-SHA-512", name, env("KAFKA_SASL_ENABLED_MECHANISMS"))
+			}
 			for _, l := range strings.Split(env("KAFKA_ADVERTISED_LISTENERS"), ",") {
-				if _, addr, ok := strings.Cut(l, "://"); ok && !strings.HasPrefix(addr, "localhost") {
+				if lname, addr, ok := strings.Cut(l, "://"); ok && !strings.HasPrefix(addr, "localhost") {
 					listens[addr] = true
+					secure[addr] = protocol[lname] == "SASL_SSL"
 					if h, _, _ := net.SplitHostPort(addr); h != name {
 						t.Errorf("%s advertises %s, not its own name", name, addr)
 					}
@@ -219,6 +229,18 @@ func TestComposeAddressesAgree(t *testing.T) {
 		for _, a := range addrs {
 			if !listens[a] {
 				t.Errorf("%s addresses %s, where no Compose service listens", name, a)
+			}
+		}
+		kafkaAddrs := append(append(append([]string{}, c.Brokers...), c.Clusters.Primary.Brokers...), c.Clusters.Standby.Brokers...)
+		for i, a := range s.Command {
+			if a == "--target" && i+1 < len(s.Command) {
+				brokers, _, _ := strings.Cut(s.Command[i+1], "/")
+				kafkaAddrs = append(kafkaAddrs, strings.Split(brokers, ",")...)
+			}
+		}
+		for _, a := range kafkaAddrs {
+			if listens[a] && !secure[a] {
+				t.Errorf("%s reaches Kafka at %s, which is no SASL_SSL listener: hotpair's clients connect with TLS and SCRAM", name, a)
 			}
 		}
 		if c.Side != "" {

@@ -180,8 +180,12 @@ func scrapeSandbox(t *testing.T) map[string]bool {
 		t.Fatalf("the sandbox was not up within 4 minutes:\n%s", logs.String())
 	}
 	var a struct {
-		Primary []string `json:"primary_brokers"`
-		HTTP    string   `json:"http"`
+		Primary  []string `json:"primary_brokers"`
+		HTTP     string   `json:"http"`
+		CA       string   `json:"kafka_ca_file"`
+		Mech     string   `json:"kafka_sasl_mechanism"`
+		User     string   `json:"kafka_sasl_username"`
+		Password string   `json:"kafka_sasl_password"`
 	}
 	b, err := os.ReadFile(addrFile)
 	if err != nil {
@@ -191,7 +195,11 @@ func scrapeSandbox(t *testing.T) map[string]bool {
 		t.Fatalf("address file %s: %v", b, err)
 	}
 	for _, topic := range []string{"ad-events", "hotpair-health"} {
-		play := exec.CommandContext(ctx, bin, "replay", "play", "compose/load/budgets.hpr", "--target", a.Primary[0]+"/"+topic, "--max")
+		// The sandbox's clusters speak SASL_SSL: the address file says how.
+		play := exec.CommandContext(ctx, bin, "replay", "play", "compose/load/budgets.hpr", "--target", a.Primary[0]+"/"+topic, "--max",
+			"--kafka-tls-ca-file", a.CA, "--kafka-sasl-mechanism", a.Mech, "--kafka-sasl-username", a.User,
+			"--kafka-sasl-password-env", "HOTPAIR_KAFKA_PASSWORD")
+		play.Env = append(os.Environ(), "HOTPAIR_KAFKA_PASSWORD="+a.Password)
 		if out, err := play.CombinedOutput(); err != nil {
 			t.Fatalf("playing budget rows into %s: %v\n%s", topic, err, out)
 		}

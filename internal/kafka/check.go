@@ -17,7 +17,7 @@ import (
 // ErrAuth is wrapped by CheckAuth when a broker refuses the client's TLS or
 // SASL settings: a wrong password, an unknown user, a certificate the
 // client does not trust, a broker that speaks no TLS.
-var ErrAuth = errors.New("kafka: the broker refused the connection's security")
+var ErrAuth = errors.New("kafka: the broker refused the client's TLS or SASL settings")
 
 // DefaultCheckTimeout bounds CheckAuth when its context has no deadline.
 const DefaultCheckTimeout = 15 * time.Second
@@ -95,22 +95,22 @@ func securityError(err error, addr string, c Cluster) error {
 	)
 	switch {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
-		return fmt.Errorf("%w: %s cluster, broker %s: SASL %s authentication of user %q failed (%v); check sasl.username and the password (sasl.password_file or sasl.password_env)",
+		return fmt.Errorf("%w: %s cluster, broker %s: SASL %s authentication of user %q failed (%v); check the user and the password (sasl.username and sasl.password_file or sasl.password_env in a config; --kafka-sasl-* flags)",
 			ErrAuth, nameOf(c), addr, mech, user, err)
 	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
-		return fmt.Errorf("%w: %s cluster, broker %s: the broker does not accept SASL %s (%v); set sasl.mechanism to one the broker's listener enables",
+		return fmt.Errorf("%w: %s cluster, broker %s: the broker does not accept SASL %s (%v); set sasl.mechanism (--kafka-sasl-mechanism) to one the broker's listener enables",
 			ErrAuth, nameOf(c), addr, mech, err)
 	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &verify):
-		return fmt.Errorf("%w: %s cluster, broker %s: its TLS certificate is not trusted (%v); set tls.ca_file to the brokers' certificate authority, or tls.server_name to the name in their certificate",
+		return fmt.Errorf("%w: %s cluster, broker %s: its TLS certificate is not trusted (%v); set tls.ca_file (--kafka-tls-ca-file) to the brokers' certificate authority, or tls.server_name (--kafka-tls-server-name) to the name in their certificate",
 			ErrAuth, nameOf(c), addr, err)
 	case errors.As(err, &header):
-		return fmt.Errorf("%w: %s cluster, broker %s: it does not speak TLS (%v); remove the tls block or use the broker's TLS listener",
+		return fmt.Errorf("%w: %s cluster, broker %s: it does not speak TLS (%v); remove the tls block (--kafka-tls* flags) or use the broker's TLS listener",
 			ErrAuth, nameOf(c), addr, err)
 	case errors.As(err, &alert):
-		return fmt.Errorf("%w: %s cluster, broker %s: it refused the TLS handshake (%v); a broker that wants a client certificate needs tls.cert_file and tls.key_file",
+		return fmt.Errorf("%w: %s cluster, broker %s: it refused the TLS handshake (%v); a broker that wants a client certificate needs tls.cert_file and tls.key_file (--kafka-tls-cert-file, --kafka-tls-key-file)",
 			ErrAuth, nameOf(c), addr, err)
 	case !tlsOn && errors.As(err, &firstRead):
-		return fmt.Errorf("%w: %s cluster, broker %s: it closed the connection at once, as a TLS listener does to a client without TLS (%v); set tls.enabled: true (and the other tls keys)",
+		return fmt.Errorf("%w: %s cluster, broker %s: it closed the connection at once, as a TLS listener does to a client without TLS (%v); set tls.enabled: true and the other tls keys (--kafka-tls-ca-file on the command line)",
 			ErrAuth, nameOf(c), addr, err)
 	}
 	return nil
