@@ -149,10 +149,11 @@ func (m *Monitor) ID() string { return m.id }
 // IsLeader reports whether this replica leads (and so is the one writer).
 func (m *Monitor) IsLeader() bool { return m.leader.Load().Leader }
 
-// Changes tells whoever waits (the sandbox, tests) that the replica's state
-// changed: its session, its leadership, a sample merged, a window evaluated,
-// a publication. Waiters check what they wait for again at every change.
-func (m *Monitor) Changes() *changes.Feed { return &m.changes }
+// Changed returns a channel closed at the replica's next change of state:
+// its session, its leadership, a sample merged, a window evaluated, a
+// publication. A waiter (the sandbox, tests) takes it, checks what it waits
+// for, and waits on it to check again: no change is missed, nothing polls.
+func (m *Monitor) Changed() <-chan struct{} { return m.changes.Next() }
 
 // Ready reports whether the replica has a usable ZooKeeper session and has
 // evaluated at least one window.

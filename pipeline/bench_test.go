@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/pipeline"
@@ -93,7 +92,7 @@ func BenchmarkRecovery(b *testing.B) {
 		cancel()
 		<-done
 
-		raw, err := pipebench.ReadTopic(context.Background(), kafka.Cluster{Brokers: brokers}, "hotpair-budget-table", campaigns)
+		raw, err := pipebench.ReadTopic(context.Background(), brokers, nil, "hotpair-budget-table", campaigns)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -216,7 +216,7 @@ func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, w
 	// windows: once the answering replica has published that (and the
 	// standby healthy), the standby must not be deployed, the primary may.
 	m := sb.monitors.any()
-	changestest.WaitFor(t, m.Changes(), time.Minute, "the stalled primary budget enforcer published unhealthy", func() bool {
+	changestest.WaitForNext(t, m.Changed, time.Minute, "the stalled primary budget enforcer published unhealthy", func() bool {
 		for _, ss := range m.Status().Services {
 			if ss.Service == contract.ServiceBudget && ss.Selection != nil {
 				primary, judged := ss.Selection.Sides[contract.Primary]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -66,6 +67,42 @@ func TestReadSideAndCoreLinkNoStreamsStack(t *testing.T) {
 				if dep != mod+tc.pkg && strings.HasPrefix(dep, f) {
 					t.Errorf("%s links %s", tc.pkg, dep)
 				}
+			}
+		}
+	}
+}
+
+// Every exported API of the public packages takes and returns only types a
+// program outside this module can name: no internal package's type appears
+// in their documentation (go doc -all lists every exported declaration).
+func TestPublicAPIsNameNoInternalTypes(t *testing.T) {
+	const mod = "github.com/hotpair/hotpair/"
+	out, err := exec.Command("go", "list", mod+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	var public, internal []string
+	for _, p := range strings.Fields(string(out)) {
+		switch rel := strings.TrimPrefix(p, mod); {
+		case strings.HasPrefix(rel, "internal/"):
+			internal = append(internal, rel[strings.LastIndex(rel, "/")+1:])
+		case strings.HasPrefix(rel, "cmd/") || rel == "integration":
+		default:
+			public = append(public, p)
+		}
+	}
+	if len(public) < 10 || len(internal) < 10 {
+		t.Fatalf("go list found %d public and %d internal packages", len(public), len(internal))
+	}
+	uses := regexp.MustCompile(`\b(` + strings.Join(internal, "|") + `)\.[A-Z]\w*`)
+	for _, p := range public {
+		doc, err := exec.Command("go", "doc", "-all", p).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go doc %s: %v\n%s", p, err, doc)
+		}
+		for _, line := range strings.Split(string(doc), "\n") {
+			if code := strings.TrimSpace(line); !strings.HasPrefix(code, "//") && uses.MatchString(code) {
+				t.Errorf("%s exports an internal type: %s", p, code)
 			}
 		}
 	}

@@ -3,7 +3,6 @@
 package changestest
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -14,9 +13,23 @@ import (
 // feed, or fails the test after timeout naming what it waited for.
 func WaitFor(t testing.TB, feed *changes.Feed, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := feed.Until(ctx, cond); err != nil {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	WaitForNext(t, feed.Next, timeout, what, cond)
+}
+
+// WaitForNext is WaitFor on a component that exports its changes as a
+// channel closed at the next one (next is e.g. monitor.Monitor.Changed).
+func WaitForNext(t testing.TB, next func() <-chan struct{}, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		changed := next()
+		if cond() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
 	}
 }

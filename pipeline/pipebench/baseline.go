@@ -11,6 +11,7 @@ import (
 	"github.com/lovoo/goka/codec"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafka/kgoka"
 	"github.com/hotpair/hotpair/statestore"
@@ -46,7 +47,8 @@ func measure(events int, f func() error) (Rate, error) {
 
 // ReadTopic reads topic from its start with one franz-go consumer until want
 // records arrived, and returns how long that took.
-func ReadTopic(ctx context.Context, c kafka.Cluster, topic string, want int) (time.Duration, error) {
+func ReadTopic(ctx context.Context, brokers []string, auth *contract.KafkaAuth, topic string, want int) (time.Duration, error) {
+	c := kafka.Cluster{Brokers: brokers, Auth: auth}
 	cl, err := kafka.NewClient(c, "bench-raw-consumer", kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {

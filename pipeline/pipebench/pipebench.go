@@ -206,7 +206,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	n := w.records()
 	if res.Raw, err = phase("raw franz-go consumer", func(ctx context.Context) (Rate, error) {
-		return measure(n, func() error { _, err := ReadTopic(ctx, c, topicAdEvents, n); return err })
+		return measure(n, func() error { _, err := ReadTopic(ctx, c.Brokers, c.Auth, topicAdEvents, n); return err })
 	}); err != nil {
 		return res, err
 	}
