@@ -1,15 +1,12 @@
 package contract
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"github.com/hotpair/hotpair/internal/goldentest"
+)
 
 // TestRecordsMatchGolden holds every record type to the bytes on the
 // topics: a change of the wire format fails here.
@@ -46,21 +43,8 @@ func TestRecordsMatchGolden(t *testing.T) {
 	}
 }
 
-// checkGolden compares got with testdata/golden/<name>.json (-update
-// rewrites it).
+// checkGolden compares got with testdata/golden/<name>.json.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	file := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		if err := os.WriteFile(file, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, bytes.TrimSuffix(want, []byte("\n"))) {
-		t.Errorf("%s:\n got %s\nwant %s", name, got, want)
-	}
+	goldentest.Check(t, filepath.Join("testdata", "golden", name+".json"), got)
 }

@@ -1,17 +1,13 @@
 package decisions
 
 import (
-	"bytes"
-	goflag "flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/goldentest"
 )
-
-var update = goflag.Bool("update", false, "rewrite the golden files")
 
 // TestEntriesMatchGolden holds the decision record's entries to the bytes
 // on hotpair-decisions: a change of the wire format fails here.
@@ -37,18 +33,6 @@ func TestEntriesMatchGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		file := filepath.Join("testdata", name+".golden.json")
-		if *update {
-			if err := os.WriteFile(file, append(got, '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, bytes.TrimSuffix(want, []byte("\n"))) {
-			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
-		}
+		goldentest.Check(t, filepath.Join("testdata", name+".golden.json"), got)
 	}
 }
