@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,9 +15,12 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changestest"
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/zkserver"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
@@ -234,5 +238,47 @@ func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, w
 	call("GET", "/api/v1/gate?side=primary&held=1ms", "", http.StatusOK, &a)
 	if !a.OK || a.OtherHeldSeconds <= 0 {
 		t.Fatalf("gate for the primary: %+v", a)
+	}
+}
+
+// Insecure turns security off: the address file names no Kafka CA, SASL
+// user or operator identity, and a plaintext client without SASL lists the
+// clusters' topics. By default a client without TLS and SASL is refused.
+func TestInsecureTurnsKafkaSecurityOff(t *testing.T) {
+	for _, insecure := range []bool{true, false} {
+		t.Run(fmt.Sprintf("insecure=%v", insecure), func(t *testing.T) {
+			sb, err := New(Options{HTTP: "127.0.0.1:0", Campaigns: 4, QPS: 20, Timing: ScenarioTiming(), Insecure: insecure})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			ready := make(chan Addresses, 1)
+			done := make(chan error, 1)
+			go func() { done <- sb.Run(ctx, func(a Addresses) { ready <- a }) }()
+			defer func() { cancel(); <-done }()
+			var a Addresses
+			select {
+			case a = <-ready:
+			case err := <-done:
+				t.Fatalf("the sandbox did not start: %v", err)
+			case <-time.After(3 * time.Minute):
+				t.Fatal("the sandbox did not start within 3 minutes")
+			}
+			plain := kafka.Cluster{Brokers: a.PrimaryBrokers}
+			err = kafka.CheckAuth(t.Context(), plain)
+			if !insecure {
+				if a.KafkaCAFile == "" || a.KafkaSASLPassword == "" || a.OperatorAuth == "" || !errors.Is(err, kafka.ErrAuth) {
+					t.Fatalf("a secure sandbox: %+v; a plaintext client: %v", a, err)
+				}
+				return
+			}
+			if a.KafkaCAFile != "" || a.KafkaSASLPassword != "" || a.KafkaSecurityProtocol != "" || a.OperatorAuth != "" {
+				t.Fatalf("an insecure sandbox names security: %+v", a)
+			}
+			topics, err := kadm.NewClient(kafkatest.Client(t, a.PrimaryBrokers)).ListTopics(t.Context())
+			if err != nil || !topics.Has("ad-events") {
+				t.Fatalf("a plaintext client lists %v (%v)", topics.Names(), err)
+			}
+		})
 	}
 }
