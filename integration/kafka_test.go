@@ -46,6 +46,7 @@ func kafkaArgs(t *testing.T, a sandbox.Addresses) []string {
 // the brokers refuse kcat. (The sandbox package's tests start one with
 // --insecure: plaintext, no SASL, no ACLs.)
 func TestKcatAgainstTheSecureSandbox(t *testing.T) {
+	t.Parallel() // see TestFaultMatrix
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Fatal("kcat is not installed: scripts/install-deps.sh installs Debian's kcat")
