@@ -56,8 +56,17 @@ func (p Paths) InstancesDir(cluster string) string {
 	return p.Root + "/instances/" + cluster
 }
 
-// Dark is the dark-canary fork configuration of one source cluster.
-func (p Paths) Dark(sourceCluster string) string { return p.Root + "/dark/" + sourceCluster }
+// DarkDir is the parent of every dark target's configuration.
+func (p Paths) DarkDir() string { return p.Root + "/dark" }
+
+// Dark is the configuration document (DarkTarget) of the dark target name.
+func (p Paths) Dark(name string) string { return p.DarkDir() + "/" + name }
+
+// DarkInstances is the parent of the ephemeral registrations of one stage of
+// the dark pipelines of target name (/instances/dark/<name>/<stage>).
+func (p Paths) DarkInstances(name string, stage Stage) string {
+	return p.InstancesDir("dark/"+name) + "/" + stage.String()
+}
 
 // Registration is the JSON document of a pipeline instance's ephemeral znode
 // (Paths.Instances): what runs where, on which build, since when.
