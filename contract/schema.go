@@ -121,6 +121,24 @@ type HealthSample struct {
 	Events          int64        `json:"events"`
 	LagMs           LagHistogram `json:"lag_ms"`
 	LagMsMax        int64        `json:"lag_ms_max"`
+	// DeadLetters counts the records this instance dead-lettered in the window.
+	DeadLetters int64 `json:"dead_letters,omitempty"`
+	// Resources is what the instance's process used in the window (nil from
+	// an older build), so a dark instance can be judged against live ones.
+	Resources *InstanceResources `json:"resources,omitempty"`
+}
+
+// InstanceResources is one process's use of the machine over one health
+// window. Every stage of a process reports the same figures.
+type InstanceResources struct {
+	// CPUSeconds is the process's user+system CPU time spent in the window.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// RSSBytes is the resident memory at the window's end.
+	RSSBytes int64 `json:"rss_bytes"`
+	// Goroutines is the number of goroutines at the window's end.
+	Goroutines int `json:"goroutines"`
+	// GCPauseSeconds is the total stop-the-world GC pause in the window.
+	GCPauseSeconds float64 `json:"gc_pause_seconds"`
 }
 
 // Key returns the record key of the sample: service/side/instance.
