@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,76 +75,6 @@ func writeVerifyData(t *testing.T) (recording, budgets, pipeCfg string) {
 	return recording, budgets, pipeCfg
 }
 
-// buildPatchedHotpair builds the hotpair binary from a copy of this
-// module's packages that cmd/hotpair needs, with patch applied to the copy.
-func buildPatchedHotpair(t *testing.T, patch func(root string)) string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{.Module.Path}} {{.Dir}}{{end}}", "github.com/hotpair/hotpair/cmd/hotpair").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := filepath.Dir(strings.TrimSpace(string(gomod)))
-	dst := t.TempDir()
-	copyFiles := func(from, to string) {
-		entries, err := os.ReadDir(from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.MkdirAll(to, 0o755)
-		for _, e := range entries {
-			if e.Type().IsRegular() {
-				b, err := os.ReadFile(filepath.Join(from, e.Name()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				os.WriteFile(filepath.Join(to, e.Name()), b, 0o644)
-			}
-		}
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		mod, dir, _ := strings.Cut(line, " ")
-		if mod == "github.com/hotpair/hotpair" {
-			rel, err := filepath.Rel(src, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			copyFiles(dir, filepath.Join(dst, rel))
-		}
-	}
-	for _, f := range []string{"go.mod", "go.sum"} {
-		b, _ := os.ReadFile(filepath.Join(src, f))
-		os.WriteFile(filepath.Join(dst, f), b, 0o644)
-	}
-	patch(dst)
-	bin := filepath.Join(dst, "hotpair-candidate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/hotpair")
-	cmd.Dir, cmd.Env = dst, append(os.Environ(), "GOWORK=off")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the candidate: %v\n%s", err, b)
-	}
-	return bin
-}
-
-// patchBudgetRule makes the candidate cap a campaign at half its daily budget.
-func patchBudgetRule(t *testing.T) func(string) {
-	return func(root string) {
-		path := filepath.Join(root, "pipeline", "enforce.go")
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const rule = "l.SpentToday >= b.DailyMicros"
-		if !strings.Contains(string(b), rule) {
-			t.Fatalf("pipeline/enforce.go no longer holds the daily cap rule %q: update patchBudgetRule", rule)
-		}
-		os.WriteFile(path, []byte(strings.Replace(string(b), rule, "2*l.SpentToday >= b.DailyMicros", 1)), 0o644)
-	}
-}
-
 // A candidate build with a deliberately changed budget rule makes verify
 // fail and name exactly the campaigns whose status differs.
 func TestVerifyFailsOnAChangedBudgetRuleAndNamesTheKeys(t *testing.T) {
@@ -153,7 +82,7 @@ func TestVerifyFailsOnAChangedBudgetRuleAndNamesTheKeys(t *testing.T) {
 		t.Skip("builds a candidate binary and runs two pipelines")
 	}
 	baseline := testbin.Hotpair(t)
-	candidate := buildPatchedHotpair(t, patchBudgetRule(t))
+	candidate := testbin.Candidate(t, testbin.BudgetRuleHalved)
 	recording, budgets, pipeCfg := writeVerifyData(t)
 	th := DefaultThresholds()
 	// Performance is not what this test is about: on a shared CI machine a

@@ -1,0 +1,106 @@
+package testbin
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// Candidate builds the hotpair binary from a copy of this module's packages
+// that cmd/hotpair needs, with each patch applied to the copy: a candidate
+// build with a deliberate change, for the tests of replay verify and the dark
+// canary.
+func Candidate(t testing.TB, patches ...Patch) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..")
+	list := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{.Module.Path}} {{.Dir}}{{end}}", "./cmd/hotpair")
+	list.Dir = src
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	src, err = filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	copyDir := func(from, to string) {
+		entries, err := os.ReadDir(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				copyFile(t, filepath.Join(from, e.Name()), filepath.Join(to, e.Name()))
+			}
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		mod, dir, _ := strings.Cut(line, " ")
+		if mod == "github.com/hotpair/hotpair" {
+			rel, err := filepath.Rel(src, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copyDir(dir, filepath.Join(dst, rel))
+		}
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		copyFile(t, filepath.Join(src, f), filepath.Join(dst, f))
+	}
+	for _, p := range patches {
+		p.apply(t, dst)
+	}
+	bin := filepath.Join(dst, "hotpair-candidate")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/hotpair")
+	cmd.Dir, cmd.Env = dst, append(os.Environ(), "GOWORK=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the candidate: %v\n%s", err, b)
+	}
+	return bin
+}
+
+// Patch replaces Old by New, once, in File (relative to the module root).
+// The build fails the test when File no longer holds Old: the patch must be
+// updated with the code it changes.
+type Patch struct {
+	File, Old, New string
+}
+
+func (p Patch) apply(t testing.TB, root string) {
+	t.Helper()
+	path := filepath.Join(root, p.File)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), p.Old) {
+		t.Fatalf("%s no longer holds %q: update the candidate's patch", p.File, p.Old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), p.Old, p.New, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BudgetRuleHalved is the patch of a candidate that caps a campaign at half
+// its daily budget: campaigns between 50% and 100% of their budget get
+// another budget status, and only those.
+var BudgetRuleHalved = Patch{File: "pipeline/enforce.go", Old: "l.SpentToday >= b.DailyMicros", New: "2*l.SpentToday >= b.DailyMicros"}
