@@ -314,15 +314,16 @@ func volumeFiles(t *testing.T, b built, v corev1.Volume) map[string][]byte {
 }
 
 // The Strimzi clusters' bootstrap addresses are what the pipelines and the
-// monitors are configured with, one cluster per side.
+// monitors are configured with, one cluster per side, in the only API
+// Strimzi serves since 1.0 (kafka.strimzi.io/v1: KRaft and node pools only).
 func TestStrimziClustersMatchTheConfigs(t *testing.T) {
 	type kafka struct {
-		Kind     string `json:"kind"`
-		Metadata struct {
-			Name        string            `json:"name"`
-			Namespace   string            `json:"namespace"`
-			Labels      map[string]string `json:"labels"`
-			Annotations map[string]string `json:"annotations"`
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name      string            `json:"name"`
+			Namespace string            `json:"namespace"`
+			Labels    map[string]string `json:"labels"`
 		} `json:"metadata"`
 		Spec struct {
 			Replicas int      `json:"replicas"`
@@ -349,12 +350,15 @@ func TestStrimziClustersMatchTheConfigs(t *testing.T) {
 			if err := yaml.Unmarshal(doc, &k); err != nil {
 				t.Fatal(err)
 			}
+			if k.APIVersion != "kafka.strimzi.io/v1" {
+				t.Errorf("%s %s: apiVersion %q, want kafka.strimzi.io/v1 (Strimzi 1.0 removed v1beta2)", k.Kind, k.Metadata.Name, k.APIVersion)
+			}
 			switch k.Kind {
 			case "KafkaNodePool":
 				replicas = k.Spec.Replicas
 			case "Kafka":
-				if k.Metadata.Annotations["strimzi.io/kraft"] != "enabled" || len(k.Spec.Kafka.Listeners) == 0 {
-					t.Errorf("%s: want KRaft and a listener", k.Metadata.Name)
+				if len(k.Spec.Kafka.Listeners) == 0 {
+					t.Errorf("%s: want a listener", k.Metadata.Name)
 				}
 				l := k.Spec.Kafka.Listeners[0]
 				bootstrap[side] = fmt.Sprintf("%s-kafka-bootstrap.%s.svc:%d", k.Metadata.Name, k.Metadata.Namespace, l.Port)
