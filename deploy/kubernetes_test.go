@@ -3,10 +3,12 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,7 +32,7 @@ const k8sDir = "kubernetes"
 // k8sScheme knows the kinds the manifests use.
 var k8sScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -449,7 +452,7 @@ func TestRolloutToolsAskTheGate(t *testing.T) {
 	}
 	var canary struct {
 		Spec struct {
-			TargetRef struct{ Name string } `json:"targetRef"`
+			TargetRef struct{ Kind, Name string } `json:"targetRef"`
 			Analysis  struct {
 				Webhooks []struct {
 					Type string `json:"type"`
@@ -468,5 +471,51 @@ func TestRolloutToolsAskTheGate(t *testing.T) {
 	check("the Flagger webhook", canary.Spec.Analysis.Webhooks[0].URL, nil)
 	if !strings.Contains(canary.Spec.TargetRef.Name, "standby") || !strings.Contains(canary.Spec.Analysis.Webhooks[0].URL, "side=standby") {
 		t.Error("the Flagger Canary of the standby's pipelines must ask about the standby")
+	}
+	if canary.Spec.TargetRef.Kind != "Deployment" && canary.Spec.TargetRef.Kind != "DaemonSet" {
+		t.Errorf("Flagger Canary targets a %s; Flagger manages only Deployments and DaemonSets", canary.Spec.TargetRef.Kind)
+	}
+}
+
+// The StatefulSets' gate, a Job (an Argo CD PreSync hook): a valid Job whose
+// command line `hotpair gate` accepts, asking ZooKeeper (the monitors'
+// ensemble) about the standby. Run against no ZooKeeper, the binary must
+// fail to reach it (exit 1), not refuse the arguments (exit 2).
+func TestGateJobAsksZooKeeper(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(k8sDir, "rollout", "gate-presync-job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, ok := decodeStrict(t, "gate-presync-job.yaml", b).(*batchv1.Job)
+	if !ok {
+		t.Fatal("gate-presync-job.yaml is not a Job")
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != "gate" || !slices.Contains(c.Args, "--side=standby") {
+		t.Fatalf("the Job runs %q, want hotpair gate --side=standby …", c.Args)
+	}
+	mon, _ := os.ReadFile(filepath.Join(k8sDir, "base", "monitor.yml"))
+	for _, a := range c.Args {
+		if zk, ok := strings.CutPrefix(a, "--zk="); ok {
+			for _, server := range strings.Split(zk, ",") {
+				if !strings.Contains(string(mon), `"`+server+`"`) {
+					t.Errorf("the Job asks ZooKeeper %s, which is not the monitors' ensemble", server)
+				}
+			}
+		}
+	}
+	args := append(slices.Clone(c.Args), "--timeout=200ms")
+	for i, a := range args {
+		if strings.HasPrefix(a, "--zk=") {
+			args[i] = "--zk=127.0.0.1:1" // nothing listens there
+		}
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(hotpairBin(t), args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("hotpair %s without ZooKeeper: %v (want exit 1, not reached)\n%s", strings.Join(args, " "), err, out.String())
 	}
 }
