@@ -1,0 +1,220 @@
+package dispatch
+
+import (
+	"context"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/hotpair/hotpair/contract"
+)
+
+// rateWindow is the time constant of the live rate's moving average.
+const rateWindow = 10 * time.Second
+
+// apply is the dispatcher's control loop, the one owner of the senders: it
+// turns what the follower read into plans (PlanTarget), opens and closes the
+// targets' senders, publishes the routes the consumers read, sends the
+// budget rows of campaigns a target newly samples, and shows it all in the
+// metrics. It plans again every second, so an expiry (until) applies
+// without a ZooKeeper event. It returns the senders when ctx ends.
+func (d *Dispatcher) apply(ctx context.Context, observed <-chan followed) map[string]*sender {
+	senders := map[string]*sender{}
+	var (
+		obs   map[string]Observed
+		zkErr = errZKDown
+		rate  float64
+		last  int64
+	)
+	alpha := 1 - math.Exp(-float64(time.Second)/float64(rateWindow))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return senders
+		case f := <-observed:
+			if zkErr = f.err; f.err == nil {
+				obs = f.obs
+			}
+		case <-tick.C:
+			n := d.consumed.Load()
+			rate += alpha * (float64(n-last) - rate)
+			last = n
+			d.m.liveRate.Set(rate)
+			for _, s := range senders {
+				s.updateBuffered()
+			}
+		}
+		d.replan(ctx, obs, zkErr, senders, rate)
+	}
+}
+
+// replan carries out one round of the control loop, in this order: plans,
+// senders, routes, the budget rows of newly sampled campaigns, metrics and
+// logs.
+func (d *Dispatcher) replan(ctx context.Context, obs map[string]Observed, zkErr error, senders map[string]*sender, rate float64) {
+	now := time.Now()
+	d.plansMu.Lock()
+	old := d.plans
+	d.plansMu.Unlock()
+	var next map[string]Plan
+	if zkErr != nil {
+		next = PausedAll(old, ReasonZKUnavailable, zkErr.Error())
+	} else {
+		next = make(map[string]Plan, len(obs))
+		for name, o := range obs {
+			if o.Doc != nil && o.Doc.Source != d.cfg.Side {
+				continue // another side's dispatcher feeds it
+			}
+			next[name] = PlanTarget(o, old[name], now)
+		}
+	}
+	fresh := d.reconcile(ctx, next, senders, zkErr == nil)
+	var routes []route
+	var grown []growth
+	for _, name := range slices.Sorted(maps.Keys(next)) {
+		p, s := next[name], senders[name]
+		if !p.Sending() || s == nil {
+			continue
+		}
+		routes = append(routes, route{s: s, f: p.Fraction})
+		from := old[name].Fraction
+		if !old[name].Sending() || fresh[name] {
+			from = 0
+		}
+		if p.Fraction > from {
+			grown = append(grown, growth{s: s, from: from, to: p.Fraction})
+		}
+	}
+	d.routes.Store(&routes)
+	d.sendGrown(ctx, grown)
+	d.m.targets.Set(float64(len(routes)))
+	for name, p := range next {
+		d.m.setPlan(p, d.expectedRate(p, rate))
+		d.logChange(old[name], p)
+	}
+	for name := range old {
+		if _, ok := next[name]; !ok {
+			d.m.forget(name)
+			d.log.Info("dispatch: dark target removed", "target", name)
+		}
+	}
+	d.plansMu.Lock()
+	d.plans = next
+	d.plansMu.Unlock()
+}
+
+
+// reconcile opens a sender for every target that sends and has none, and
+// closes the senders of deleted targets and of targets whose brokers
+// changed. With prune false (ZooKeeper unreadable) nothing is closed. It
+// returns the targets whose sender is new.
+func (d *Dispatcher) reconcile(ctx context.Context, next map[string]Plan, senders map[string]*sender, prune bool) map[string]bool {
+	fresh := map[string]bool{}
+	for name, s := range senders {
+		p, ok := next[name]
+		gone := prune && !ok
+		moved := ok && p.Doc != nil && senderKey(*p.Doc) != s.key
+		if gone || moved {
+			delete(senders, name)
+			go s.close(closeCtx(ctx))
+		}
+	}
+	for name, p := range next {
+		if !p.Sending() || senders[name] != nil {
+			continue
+		}
+		s, err := newSender(*p.Doc, d.cfg, d.m, d.log)
+		if err != nil {
+			d.log.Error("dispatch: cannot build the dark target's producer", "target", name, "err", err)
+			continue
+		}
+		if p.Doc.Strategy == contract.DarkConstant {
+			s.feed = newConstantFeed(d.cfg.Buffer)
+			pctx, cancel := context.WithCancel(ctx)
+			s.cancel = cancel
+			go s.pace(pctx, p.Doc.Rate, d.budgetRow)
+		} else {
+			close(s.done)
+		}
+		senders[name] = s
+		fresh[name] = true
+	}
+	return fresh
+}
+
+// closeCtx bounds how long a closed sender may flush.
+func closeCtx(ctx context.Context) context.Context {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	context.AfterFunc(c, cancel)
+	return c
+}
+
+// closeSenders closes every sender at the end of Run, each flushing for at
+// most a few seconds, all at once.
+func (d *Dispatcher) closeSenders(senders map[string]*sender) {
+	done := make(chan struct{}, len(senders))
+	for _, s := range senders {
+		go func() { s.close(closeCtx(context.Background())); done <- struct{}{} }()
+	}
+	for range senders {
+		<-done
+	}
+}
+
+// growth is a target whose sampled fraction grew.
+type growth struct {
+	s        *sender
+	from, to float64
+}
+
+// sendGrown sends, for every target whose fraction grew, the budget rows of
+// the copies it now samples and did not before (every row for a new or
+// resumed target). It holds the table while it sends, as the budgets
+// consumer does, so a newer row is never overtaken by an older one.
+func (d *Dispatcher) sendGrown(ctx context.Context, grown []growth) {
+	if len(grown) == 0 {
+		return
+	}
+	d.budgetsMu.Lock()
+	defer d.budgetsMu.Unlock()
+	for campaign, row := range d.budgets {
+		for _, g := range grown {
+			for k := contract.DarkCopies(campaign, g.from); k < contract.DarkCopies(campaign, g.to); k++ {
+				g.s.budget(ctx, []byte(campaign), row, k)
+			}
+		}
+	}
+}
+
+// expectedRate is the records per second a target should receive now.
+func (d *Dispatcher) expectedRate(p Plan, liveRate float64) float64 {
+	switch {
+	case !p.Active:
+		return 0
+	case p.Doc != nil && p.Doc.Strategy == contract.DarkConstant:
+		return p.Doc.Rate
+	}
+	return liveRate * p.Expected
+}
+
+// logChange logs a target's plan when it changed: once per state change.
+func (d *Dispatcher) logChange(was, now Plan) {
+	if was.Sending() == now.Sending() && was.Paused == now.Paused && was.Fraction == now.Fraction && was.Active == now.Active {
+		return
+	}
+	l := d.log.With("target", now.Name, "fraction", now.Fraction)
+	if now.Doc != nil {
+		l = l.With("strategy", string(now.Doc.Strategy))
+	}
+	switch {
+	case now.Paused != "":
+		l.Warn("dispatch: dark target paused: sending nothing", "reason", string(now.Paused), "detail", now.Detail)
+	case !now.Active:
+		l.Info("dispatch: dark target off (disabled or expired)")
+	default:
+		l.Info("dispatch: dark target sending", "live_instances", now.Live, "dark_instances", now.Dark)
+	}
+}

@@ -1,0 +1,225 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/zkutil"
+)
+
+// Dispatcher copies one live side's input to the dark targets. Build it
+// with New, start it with Run.
+type Dispatcher struct {
+	cfg    Config
+	log    *slog.Logger
+	m      *metrics
+	topics contract.Topics
+	retry  time.Duration
+
+	routes   atomic.Pointer[[]route] // read per record by the consumers
+	consumed atomic.Int64            // live ad events read, for the live rate
+	assigned chan struct{}           // closed once the group assigned partitions
+	assign   sync.Once
+
+	budgetsMu sync.Mutex
+	budgets   map[string][]byte // the live budgets table: campaign -> row
+
+	plansMu sync.Mutex
+	plans   map[string]Plan
+}
+
+// route is one sending target as the consumers see it.
+type route struct {
+	s *sender
+	f float64
+}
+
+// New checks the config and builds a Dispatcher; nothing connects before Run.
+func New(c Config, opts ...Option) (*Dispatcher, error) {
+	o := options{logger: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry(), retry: time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c.defaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	d := &Dispatcher{cfg: c, log: o.logger.With("component", "dark-dispatch", "side", c.Side.String()), m: newMetrics(o.reg),
+		topics: contract.TopicsWithPrefix(c.TopicPrefix), retry: o.retry, assigned: make(chan struct{}),
+		budgets: map[string][]byte{}, plans: map[string]Plan{}}
+	d.routes.Store(&[]route{})
+	return d, nil
+}
+
+// Assigned is closed once the dispatcher's consumer group has given it
+// partitions of ad-events: from then on, what is produced live is copied.
+func (d *Dispatcher) Assigned() <-chan struct{} { return d.assigned }
+
+// Plans returns every target's current plan, by name.
+func (d *Dispatcher) Plans() []Plan {
+	d.plansMu.Lock()
+	defer d.plansMu.Unlock()
+	return slices.SortedFunc(maps.Values(d.plans), func(a, b Plan) int { return cmpString(a.Name, b.Name) })
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Run copies until ctx ends. It connects to ZooKeeper and the live cluster
+// in the background: an ensemble or cluster that is down pauses the copy
+// (and says so in the metrics), it does not stop Run. It returns nil after
+// ctx ended, or an error for a setting that cannot work.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	sess, err := zkutil.Open(zkutil.Options{Servers: d.cfg.ZK, SessionTimeout: d.cfg.ZKSessionTimeout,
+		Auth: d.cfg.ZKAuth, Logger: d.log})
+	if err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+	defer sess.Close()
+	start := kgo.NewOffset().AtEnd()
+	if d.cfg.Start == StartOldest {
+		start = kgo.NewOffset().AtStart()
+	}
+	events, err := kafka.NewClient(d.cfg.Live, "hotpair-dark-dispatch",
+		kgo.ConsumerGroup(d.cfg.Group), kgo.ConsumeTopics(d.topics.AdEvents), kgo.ConsumeResetOffset(start),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			d.assign.Do(func() { close(d.assigned) })
+		}))
+	if err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+	defer events.Close()
+	// The budgets table is read whole, from the start, by every replica:
+	// a target gets the rows of its sampled campaigns whatever the group's
+	// offsets, and rows are upserts, so a row sent twice changes nothing.
+	budgets, err := kafka.NewClient(d.cfg.Live, "hotpair-dark-dispatch-budgets",
+		kgo.ConsumeTopics(d.topics.Budgets), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+	defer budgets.Close()
+
+	observed := make(chan followed, 1)
+	var wg sync.WaitGroup
+	f := newFollower(sess.Conn(), contract.NewPaths(d.cfg.ZKRoot), d.cfg.Cluster)
+	wg.Go(func() {
+		f.run(ctx, sess, d.retry, func(o map[string]Observed, err error) {
+			select { // keep only the newest
+			case <-observed:
+			default:
+			}
+			observed <- followed{obs: o, err: err}
+		})
+	})
+	wg.Go(func() { d.consumeEvents(ctx, events) })
+	wg.Go(func() { d.consumeBudgets(ctx, budgets) })
+	senders := d.apply(ctx, observed)
+	wg.Wait()
+	d.closeSenders(senders)
+	return nil
+}
+
+type followed struct {
+	obs map[string]Observed
+	err error
+}
+
+// consumeEvents reads live ad events and hands every sampled campaign's
+// copies to the targets' senders, which never block.
+func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
+	var errs errorLog
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fs.EachError(func(topic string, p int32, err error) { errs.note(d.log, "reading live ad events", topic, p, err) })
+		n := int64(fs.NumRecords())
+		if n == 0 {
+			continue
+		}
+		d.consumed.Add(n)
+		d.m.consumed.WithLabelValues("ad-events").Add(float64(n))
+		routes := *d.routes.Load()
+		if len(routes) == 0 {
+			continue
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			campaign := string(r.Key)
+			for _, rt := range routes {
+				for k := range contract.DarkCopies(campaign, rt.f) {
+					rt.s.event(ctx, r, k)
+				}
+			}
+		})
+	}
+}
+
+// consumeBudgets keeps the live budgets table and sends every sampled
+// campaign's rows.
+func (d *Dispatcher) consumeBudgets(ctx context.Context, cl *kgo.Client) {
+	var errs errorLog
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fs.EachError(func(topic string, p int32, err error) { errs.note(d.log, "reading live budgets", topic, p, err) })
+		d.m.consumed.WithLabelValues("budgets").Add(float64(fs.NumRecords()))
+		fs.EachRecord(func(r *kgo.Record) {
+			campaign := string(r.Key)
+			// Held while sending too: see sendGrown.
+			d.budgetsMu.Lock()
+			defer d.budgetsMu.Unlock()
+			if r.Value == nil {
+				delete(d.budgets, campaign)
+			} else {
+				d.budgets[campaign] = r.Value
+			}
+			for _, rt := range *d.routes.Load() {
+				for k := range contract.DarkCopies(campaign, rt.f) {
+					rt.s.budget(ctx, r.Key, r.Value, k)
+				}
+			}
+		})
+	}
+}
+
+// budgetRow returns the live budgets row of campaign.
+func (d *Dispatcher) budgetRow(campaign string) ([]byte, bool) {
+	d.budgetsMu.Lock()
+	defer d.budgetsMu.Unlock()
+	v, ok := d.budgets[campaign]
+	return v, ok
+}
+
+// errorLog logs a consumer's fetch errors once per change of error, not
+// once per poll.
+type errorLog struct{ last string }
+
+func (e *errorLog) note(log *slog.Logger, what, topic string, p int32, err error) {
+	if msg := err.Error(); msg != e.last {
+		e.last = msg
+		log.Warn("dispatch: "+what, "topic", topic, "partition", p, "err", err)
+	}
+}
+
+

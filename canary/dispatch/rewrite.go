@@ -1,0 +1,96 @@
+package dispatch
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/contract"
+)
+
+// maxID is the longest campaign or event id the contract accepts.
+const maxID = 128
+
+// darkTopics are the topics a copy is written to on a target.
+type darkTopics struct{ events, budgets string }
+
+func topicsOf(prefix string) darkTopics {
+	t := contract.TopicsWithPrefix(prefix)
+	return darkTopics{events: t.AdEvents, budgets: t.Budgets}
+}
+
+// copyEvent returns copy k of a live ad-events record for topic: copy 0 is
+// the record's bytes unchanged (a record live dead-letters, the dark
+// pipeline dead-letters too); clone k ≥ 1 carries campaign and event id
+// DarkCloneID(…, k), keyed by the clone's campaign as the pipelines expect.
+func copyEvent(r *kgo.Record, k int, topic string) (*kgo.Record, error) {
+	if k == 0 {
+		return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}, nil
+	}
+	e, err := contract.DecodeAdEvent(r.Value)
+	if err != nil {
+		return nil, err
+	}
+	e.Campaign, e.ID = contract.DarkCloneID(e.Campaign, k), contract.DarkCloneID(e.ID, k)
+	return encodeEvent(e, topic, r.Headers, r.Timestamp)
+}
+
+// repeatEvent is a constant target's repeat of a copy already sent: clone
+// generation gen of it (campaign DarkCloneID(original, k + gen ×
+// repeatStride), so repeats never meet the multiplier's clones 0..16), with
+// a fresh event id (suffix ~r<seq>) and ts now, so the dark aggregator
+// counts it as a new, timely event.
+func repeatEvent(r *kgo.Record, gen int, seq uint64, now time.Time) (*kgo.Record, error) {
+	e, err := contract.DecodeAdEvent(r.Value)
+	if err != nil {
+		return nil, err
+	}
+	base, k := contract.DarkCampaignOf(e.Campaign)
+	e.Campaign = contract.DarkCloneID(base, k+gen*repeatStride)
+	e.ID = e.ID + "~r" + strconv.FormatUint(seq, 10)
+	e.TS = now.UTC()
+	return encodeEvent(e, r.Topic, r.Headers, now)
+}
+
+// repeatStride separates the clone numbers of a constant target's repeat
+// generations from the multiplier's clones.
+const repeatStride = contract.MaxDarkMultiplier + 1
+
+func encodeEvent(e contract.AdEvent, topic string, h []kgo.RecordHeader, ts time.Time) (*kgo.Record, error) {
+	if len(e.Campaign) > maxID || len(e.ID) > maxID {
+		return nil, fmt.Errorf("%w: campaign %q, event %q", ErrCloneID, e.Campaign, e.ID)
+	}
+	b, err := contract.Encode(e)
+	if err != nil {
+		return nil, err
+	}
+	return &kgo.Record{Topic: topic, Key: []byte(e.Campaign), Value: b, Headers: h, Timestamp: ts}, nil
+}
+
+// copyBudget returns copy k of a budgets row (key and value as read from
+// the live table; a nil value is a tombstone) for topic: copy 0 unchanged,
+// clone k ≥ 1 the same row for campaign DarkCloneID(campaign, k).
+func copyBudget(key, value []byte, k int, topic string) (*kgo.Record, error) {
+	if k == 0 {
+		return &kgo.Record{Topic: topic, Key: key, Value: value}, nil
+	}
+	clone := contract.DarkCloneID(string(key), k)
+	if len(clone) > maxID {
+		return nil, fmt.Errorf("%w: campaign %q", ErrCloneID, clone)
+	}
+	if value == nil {
+		return &kgo.Record{Topic: topic, Key: []byte(clone)}, nil
+	}
+	b, err := contract.DecodeBudget(value)
+	if err != nil {
+		return nil, err
+	}
+	b.Campaign = contract.DarkCloneID(b.Campaign, k)
+	v, err := contract.Encode(b)
+	if err != nil {
+		return nil, err
+	}
+	return &kgo.Record{Topic: topic, Key: []byte(clone), Value: v}, nil
+}

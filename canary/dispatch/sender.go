@@ -1,0 +1,147 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
+)
+
+// sender writes one dark target's copies with a producer of its own. It
+// never blocks its caller: the producer holds at most Config.Buffer records
+// (TryProduce), and what a slow or dead target cannot take is dropped and
+// counted, so no target holds up the live consumer or another target.
+type sender struct {
+	name   string
+	key    string // what, when it changes, needs a new sender
+	topics darkTopics
+	cl     *kgo.Client
+	log    *slog.Logger
+
+	inFlight                atomic.Int64
+	sentEvents, sentBudgets prometheus.Counter
+	dropped                 *prometheus.CounterVec // reason
+	buffered                prometheus.Gauge
+
+	feed   *constantFeed // constant targets only
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// senderKey is what identifies a target's sender: its brokers, and for a
+// constant target its rate. Any other change of the document (multiplier,
+// enabled, until) keeps the sender.
+func senderKey(d contract.DarkTarget) string {
+	k := strings.Join(d.Brokers, ",")
+	if d.Strategy == contract.DarkConstant {
+		k += "|constant"
+	}
+	return k
+}
+
+func newSender(d contract.DarkTarget, c Config, m *metrics, log *slog.Logger) (*sender, error) {
+	cluster := kafka.Cluster{Name: "dark " + d.Name, Brokers: d.Brokers, Auth: c.TargetAuth}
+	cl, err := kafka.NewProducer(cluster, "hotpair-dark-dispatch",
+		kgo.MaxBufferedRecords(c.Buffer), kgo.RecordDeliveryTimeout(c.DeliveryTimeout),
+		kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	s := &sender{
+		name: d.Name, key: senderKey(d), topics: topicsOf(d.Prefix), cl: cl, log: log.With("target", d.Name),
+		sentEvents:  m.records.WithLabelValues(d.Name, "ad-events"),
+		sentBudgets: m.records.WithLabelValues(d.Name, "budgets"),
+		dropped:     m.dropped.MustCurryWith(prometheus.Labels{"target": d.Name}),
+		buffered:    m.buffered.WithLabelValues(d.Name),
+		done:        make(chan struct{}),
+	}
+	for _, r := range []string{dropBufferFull, dropDeliveryFailed, dropUndecodable, dropCloneID, dropOverRate} {
+		s.dropped.WithLabelValues(r) // every reason shows, at 0
+	}
+	return s, nil
+}
+
+// produce hands r to the target's producer without waiting.
+func (s *sender) produce(ctx context.Context, r *kgo.Record) {
+	s.inFlight.Add(1)
+	s.cl.TryProduce(ctx, r, s.delivered)
+}
+
+// delivered is the producer's promise: it runs on the client's goroutine.
+func (s *sender) delivered(r *kgo.Record, err error) {
+	s.inFlight.Add(-1)
+	switch {
+	case errors.Is(err, kgo.ErrMaxBuffered):
+		s.dropped.WithLabelValues(dropBufferFull).Inc()
+	case err != nil:
+		s.dropped.WithLabelValues(dropDeliveryFailed).Inc()
+	case r.Topic == s.topics.events:
+		s.sentEvents.Inc()
+	default:
+		s.sentBudgets.Inc()
+	}
+}
+
+// drop counts a copy that could not be made.
+func (s *sender) drop(err error) {
+	if errors.Is(err, ErrCloneID) {
+		s.dropped.WithLabelValues(dropCloneID).Inc()
+		return
+	}
+	s.dropped.WithLabelValues(dropUndecodable).Inc()
+}
+
+// event sends copy k of a live ad event (through the constant feed for a
+// constant target).
+func (s *sender) event(ctx context.Context, r *kgo.Record, k int) {
+	c, err := copyEvent(r, k, s.topics.events)
+	if err != nil {
+		s.drop(err)
+		return
+	}
+	if s.feed != nil {
+		if !s.feed.push(c) {
+			s.dropped.WithLabelValues(dropOverRate).Inc()
+		}
+		return
+	}
+	s.produce(ctx, c)
+}
+
+// budget sends copy k of a budgets row.
+func (s *sender) budget(ctx context.Context, key, value []byte, k int) {
+	c, err := copyBudget(key, value, k, s.topics.budgets)
+	if err != nil {
+		s.drop(err)
+		return
+	}
+	s.produce(ctx, c)
+}
+
+// close stops a constant feed, gives what is buffered until ctx ends to
+// reach the target, and closes the producer.
+func (s *sender) close(ctx context.Context) {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+	_ = s.cl.Flush(ctx)
+	s.cl.Close()
+}
+
+// updateBuffered shows what waits for the target.
+func (s *sender) updateBuffered() {
+	n := s.inFlight.Load()
+	if s.feed != nil {
+		n += int64(s.feed.len())
+	}
+	s.buffered.Set(float64(n))
+}
