@@ -22,6 +22,7 @@ import (
 //	<root>/selection[/<service>] world: read;         monitor: all
 //	<root>/monitor[/leader]      world: read;         monitor: all
 //	<root>/override[/<service>]  world: read;         operator: all
+//	<root>/dark[/<name>]         world: read;         operator: all
 //
 // ZooKeeper authorises a delete by the parent's ACL, so the directories are
 // protected like their children: an unauthenticated client can read every
@@ -81,6 +82,10 @@ func (p ACLPolicy) Selection() []zk.ACL { return p.acl(zk.PermRead, p.Monitor) }
 
 // Override is the ACL of the override znodes and their directory.
 func (p ACLPolicy) Override() []zk.ACL { return p.acl(zk.PermRead, p.Operator) }
+
+// Dark is the ACL of the dark canary's target documents and their
+// directory (written by `hotpair dark set`).
+func (p ACLPolicy) Dark() []zk.ACL { return p.acl(zk.PermRead, p.Operator) }
 
 // OperatorPolicy is the policy an operator tool applies to what it creates:
 // an identity given on the command line protects the override it writes.

@@ -106,7 +106,6 @@ func (d *Dispatcher) replan(ctx context.Context, obs map[string]Observed, zkErr 
 	d.plansMu.Unlock()
 }
 
-
 // reconcile opens a sender for every target that sends and has none, and
 // closes the senders of deleted targets and of targets whose brokers
 // changed. With prune false (ZooKeeper unreadable) nothing is closed. It

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,17 +71,7 @@ func (d *Dispatcher) Assigned() <-chan struct{} { return d.assigned }
 func (d *Dispatcher) Plans() []Plan {
 	d.plansMu.Lock()
 	defer d.plansMu.Unlock()
-	return slices.SortedFunc(maps.Values(d.plans), func(a, b Plan) int { return cmpString(a.Name, b.Name) })
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return slices.SortedFunc(maps.Values(d.plans), func(a, b Plan) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // Run copies until ctx ends. It connects to ZooKeeper and the live cluster
@@ -221,5 +212,3 @@ func (e *errorLog) note(log *slog.Logger, what, topic string, p int32, err error
 		log.Warn("dispatch: "+what, "topic", topic, "partition", p, "err", err)
 	}
 }
-
-

@@ -22,6 +22,7 @@ type follower struct {
 	conn    *zk.Conn
 	paths   contract.Paths
 	cluster string // the live source cluster's name in the registry
+	watch   bool   // arm watches (a one-off read, as status does, arms none)
 
 	mu    sync.Mutex
 	armed map[string]bool // "kind:path" with a watch pending
@@ -29,7 +30,7 @@ type follower struct {
 }
 
 func newFollower(conn *zk.Conn, paths contract.Paths, cluster string) *follower {
-	return &follower{conn: conn, paths: paths, cluster: cluster, armed: map[string]bool{}, poke: make(chan struct{}, 1)}
+	return &follower{conn: conn, paths: paths, cluster: cluster, watch: true, armed: map[string]bool{}, poke: make(chan struct{}, 1)}
 }
 
 // errZKDown is what the follower reports while the session is not usable.
@@ -180,6 +181,9 @@ func (f *follower) data(p string) ([]byte, bool, error) {
 }
 
 func (f *follower) isArmed(key string) bool {
+	if !f.watch {
+		return true // read without setting a watch
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.armed[key]

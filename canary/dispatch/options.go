@@ -83,7 +83,9 @@ func (c *Config) defaults() {
 }
 
 func (c Config) validate() error {
-	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...)) }
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
 	switch {
 	case len(c.ZK) == 0:
 		return bad("Config.ZK is required")

@@ -1,0 +1,206 @@
+package dispatch_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hotpair/hotpair/canary/dispatch"
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafkatest"
+)
+
+// waitPlan waits until the dispatcher's plan of target satisfies ok and
+// returns how long that took.
+func waitPlan(t *testing.T, d *dispatch.Dispatcher, target string, within time.Duration, ok func(dispatch.Plan, bool) bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var p dispatch.Plan
+		found := false
+		for _, x := range d.Plans() {
+			if x.Name == target {
+				p, found = x, true
+			}
+		}
+		if ok(p, found) {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			t.Fatalf("plan of %s after %s: %+v (found %v)", target, within, p, found)
+		}
+		<-tick.C
+	}
+}
+
+func sending(f float64) func(dispatch.Plan, bool) bool {
+	return func(p dispatch.Plan, ok bool) bool { return ok && p.Sending() && p.Fraction == f }
+}
+
+// waitMetric waits until the metric reaches want (counters only grow).
+func waitMetric(t *testing.T, reg prometheus.Gatherer, want float64, name string, labels ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for metric(reg, name, labels...) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v = %v after 30s, want %v", name, labels, metric(reg, name, labels...), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := metric(reg, name, labels...); got != want {
+		t.Fatalf("%s%v = %v, want exactly %v", name, labels, got, want)
+	}
+}
+
+// Three targets on their own clusters: relative (0.5 × 2 dark / 4 live =
+// 0.25), identical at 0.25, and identical at 1.5 (every campaign, half of
+// them cloned). Each receives exactly the campaigns the hash chose — every
+// event and the budget row — computed here from DarkHash alone; the two at
+// 0.25 receive the same records.
+func TestDarkTargetsGetExactlyTheSampledCampaigns(t *testing.T) {
+	e := newEnv(t)
+	e.register(e.liveInstances(), 4)
+	e.register(e.darkInstances("rel"), 2)
+	targets := map[string]float64{"rel": 0.25, "twin": 0.25, "clone": 1.5}
+	brokers := map[string][]string{}
+	for name := range targets {
+		brokers[name] = darkCluster(t, name)
+	}
+	e.set(doc("rel", contract.DarkRelative, 0.5, brokers["rel"]))
+	e.set(doc("twin", contract.DarkIdentical, 0.25, brokers["twin"]))
+	e.set(doc("clone", contract.DarkIdentical, 1.5, brokers["clone"]))
+
+	w := newWorkload(200, 3)
+	w.budgets(t, e.live)
+	d, reg := e.start(nil)
+	for name, f := range targets {
+		waitPlan(t, d, name, 10*time.Second, sending(f))
+	}
+	ids := w.events(t, e.live)
+	for name, f := range targets {
+		tp := contract.TopicsWithPrefix(contract.DarkPrefix(name))
+		wantEv, wantB := expectEvents(ids, f), expectBudgets(w.campaigns, f)
+		if len(wantEv) == 0 || len(wantB) == len(w.campaigns) && f < 1 {
+			t.Fatalf("%s: a sample of %d events, %d budgets says nothing", name, len(wantEv), len(wantB))
+		}
+		waitFor(t, kafkatest.Follow(t, brokers[name], tp.AdEvents), wantEv, gotEvents)
+		waitFor(t, kafkatest.Follow(t, brokers[name], tp.Budgets), wantB, gotBudgets)
+		waitMetric(t, reg, float64(len(wantEv)), "hotpair_dark_dispatch_records_total", "target", name, "topic", "ad-events")
+	}
+	if !slices.Equal(expectEvents(ids, targets["rel"]), expectEvents(ids, targets["twin"])) {
+		t.Fatal("relative and identical targets at the same fraction must get the same records")
+	}
+	if v := metric(reg, "hotpair_dark_dispatch_fraction", "target", "clone"); v != 1.5 {
+		t.Fatalf("fraction metric of clone = %v", v)
+	}
+}
+
+// A change of a target's document applies within one second: a larger
+// multiplier (the new campaigns' budget rows follow at once, the earlier
+// sample stays inside the larger one), disabling, deleting.
+func TestConfigChangeAppliesWithinASecond(t *testing.T) {
+	e := newEnv(t)
+	dark := darkCluster(t, "cand")
+	tp := contract.TopicsWithPrefix(contract.DarkPrefix("cand"))
+	w := newWorkload(200, 2)
+	w.budgets(t, e.live)
+	e.set(doc("cand", contract.DarkIdentical, 0.25, dark))
+	d, reg := e.start(nil)
+	waitPlan(t, d, "cand", 10*time.Second, sending(0.25))
+	first := w.events(t, e.live)
+	events := kafkatest.Follow(t, dark, tp.AdEvents)
+	waitFor(t, events, expectEvents(first, 0.25), gotEvents)
+
+	e.set(doc("cand", contract.DarkIdentical, 0.5, dark))
+	took := waitPlan(t, d, "cand", time.Second, sending(0.5))
+	t.Logf("multiplier 0.25 -> 0.5 applied in %s", took)
+	waitFor(t, kafkatest.Follow(t, dark, tp.Budgets), expectBudgets(w.campaigns, 0.5), gotBudgets)
+	second := w.events(t, e.live)
+	want := append(expectEvents(first, 0.25), expectEvents(second, 0.5)...)
+	slices.Sort(want)
+	waitFor(t, events, want, gotEvents)
+
+	off := doc("cand", contract.DarkIdentical, 0.5, dark)
+	off.Enabled = false
+	e.set(off)
+	took = waitPlan(t, d, "cand", time.Second, func(p dispatch.Plan, ok bool) bool { return ok && !p.Sending() && !p.Active })
+	t.Logf("disable applied in %s", took)
+	sent := metric(reg, "hotpair_dark_dispatch_records_total", "target", "cand", "topic", "ad-events")
+	consumed := metric(reg, "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
+	w.events(t, e.live)
+	waitMetric(t, reg, consumed+float64(len(w.campaigns)*w.perCamp), "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
+	if now := metric(reg, "hotpair_dark_dispatch_records_total", "target", "cand", "topic", "ad-events"); now != sent {
+		t.Fatalf("a disabled target received %v records", now-sent)
+	}
+
+	if err := dispatch.ClearTarget(e.op, e.paths, "cand"); err != nil {
+		t.Fatal(err)
+	}
+	took = waitPlan(t, d, "cand", time.Second, func(_ dispatch.Plan, ok bool) bool { return !ok })
+	t.Logf("clear applied in %s", took)
+}
+
+// Instance counts that cannot be used (no live aggregator registered) or a
+// document that does not decode: nothing is sent, the paused metric names
+// the reason, the expected rate stays above zero (so the alert fires); once
+// the registry and the document are right again, the copy resumes.
+func TestUnreadableCountsSendNothing(t *testing.T) {
+	e := newEnv(t)
+	dark := darkCluster(t, "rel")
+	tp := contract.TopicsWithPrefix(contract.DarkPrefix("rel"))
+	e.register(e.darkInstances("rel"), 1)
+	e.set(doc("rel", contract.DarkRelative, 1, dark))
+	w := newWorkload(50, 4)
+	w.budgets(t, e.live)
+	d, reg := e.start(nil)
+	waitPlan(t, d, "rel", 10*time.Second, func(p dispatch.Plan, ok bool) bool { return ok && p.Paused == dispatch.ReasonNoLiveInstances })
+	if v := metric(reg, "hotpair_dark_dispatch_paused", "target", "rel", "reason", "no_live_instances"); v != 1 {
+		t.Fatalf("paused{no_live_instances} = %v", v)
+	}
+	for range 3 {
+		w.events(t, e.live)
+	}
+	waitMetric(t, reg, float64(3*len(w.campaigns)*w.perCamp), "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
+	deadline := time.Now().Add(30 * time.Second)
+	for metric(reg, "hotpair_dark_dispatch_expected_rate", "target", "rel") <= 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("expected rate of a paused target stays 0: the alert could not fire")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := kafkatest.UpToEnd(t, dark, tp.AdEvents); len(got) != 0 {
+		t.Fatalf("a paused target received %d events", len(got))
+	}
+	if got := kafkatest.UpToEnd(t, dark, tp.Budgets); len(got) != 0 {
+		t.Fatalf("a paused target received %d budget rows", len(got))
+	}
+
+	if _, err := e.op.Set(e.paths.Dark("rel"), []byte(`{"v":1,"name":"rel","strategy":"sometimes"}`), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitPlan(t, d, "rel", time.Second, func(p dispatch.Plan, ok bool) bool { return ok && p.Paused == dispatch.ReasonBadDocument })
+	if v := metric(reg, "hotpair_dark_dispatch_paused", "target", "rel", "reason", "bad_document"); v != 1 {
+		t.Fatalf("paused{bad_document} = %v", v)
+	}
+
+	e.register(e.liveInstances(), 2)
+	e.set(doc("rel", contract.DarkRelative, 1, dark))
+	waitPlan(t, d, "rel", time.Second, sending(0.5))
+	ids := w.events(t, e.live)
+	waitFor(t, kafkatest.Follow(t, dark, tp.AdEvents), expectEvents(ids, 0.5), gotEvents)
+	waitFor(t, kafkatest.Follow(t, dark, tp.Budgets), expectBudgets(w.campaigns, 0.5), gotBudgets)
+	for _, r := range dispatch.PauseReasons() {
+		if v := metric(reg, "hotpair_dark_dispatch_paused", "target", "rel", "reason", string(r)); v != 0 {
+			t.Fatalf("paused{%s} = %v after resuming", r, v)
+		}
+	}
+}
+
+func TestMain(m *testing.M) { m.Run() }
+
+var _ = fmt.Sprint
