@@ -63,6 +63,11 @@ func New(c Config, opts ...Option) (*Dispatcher, error) {
 	return d, nil
 }
 
+// live is the live side's cluster as the Kafka layer reaches it.
+func (d *Dispatcher) live() kafka.Cluster {
+	return kafka.Cluster{Name: d.cfg.Side.String(), Brokers: d.cfg.LiveBrokers, Auth: d.cfg.LiveAuth}
+}
+
 // Assigned is closed once the dispatcher's consumer group has given it
 // partitions of ad-events: from then on, what is produced live is copied.
 func (d *Dispatcher) Assigned() <-chan struct{} { return d.assigned }
@@ -89,7 +94,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.cfg.Start == StartOldest {
 		start = kgo.NewOffset().AtStart()
 	}
-	events, err := kafka.NewClient(d.cfg.Live, "hotpair-dark-dispatch",
+	events, err := kafka.NewClient(d.live(), "hotpair-dark-dispatch",
 		kgo.ConsumerGroup(d.cfg.Group), kgo.ConsumeTopics(d.topics.AdEvents), kgo.ConsumeResetOffset(start),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
 			d.assign.Do(func() { close(d.assigned) })
@@ -101,7 +106,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// The budgets table is read whole, from the start, by every replica:
 	// a target gets the rows of its sampled campaigns whatever the group's
 	// offsets, and rows are upserts, so a row sent twice changes nothing.
-	budgets, err := kafka.NewClient(d.cfg.Live, "hotpair-dark-dispatch-budgets",
+	budgets, err := kafka.NewClient(d.live(), "hotpair-dark-dispatch-budgets",
 		kgo.ConsumeTopics(d.topics.Budgets), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return fmt.Errorf("dispatch: %w", err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/yamlconf"
 )
 
@@ -193,7 +192,7 @@ func (c FileConfig) Config() (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	out.Live = kafka.Cluster{Name: side.String(), Brokers: c.Live.Brokers, Auth: live}
+	out.LiveBrokers, out.LiveAuth = c.Live.Brokers, live
 	if out.TargetAuth, err = c.Targets.Kafka.Load("targets.", nil); err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}

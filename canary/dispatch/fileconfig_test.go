@@ -19,7 +19,7 @@ func TestGoodConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Side != contract.Primary || cfg.Buffer != 10000 || cfg.DeliveryTimeout != 30*time.Second || cfg.Start != dispatch.StartNewest ||
-		cfg.ZKRoot != "/hotpair" || len(cfg.Live.Brokers) != 1 || c.HTTP.Listen != "127.0.0.1:9490" {
+		cfg.ZKRoot != "/hotpair" || len(cfg.LiveBrokers) != 1 || c.HTTP.Listen != "127.0.0.1:9490" {
 		t.Fatalf("config: %+v", cfg)
 	}
 	if _, err := dispatch.New(cfg); err != nil {

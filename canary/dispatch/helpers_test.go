@@ -124,7 +124,7 @@ func (e *env) start(edit func(*dispatch.Config)) (*dispatch.Dispatcher, *prometh
 	e.t.Helper()
 	reg := prometheus.NewRegistry()
 	c := dispatch.Config{ZK: []string{e.zk}, ZKRoot: e.paths.Root, Side: contract.Primary,
-		Live: kafka.Cluster{Name: "primary", Brokers: e.live}, Start: dispatch.StartOldest,
+		LiveBrokers: e.live, Start: dispatch.StartOldest,
 		Group: "dispatch-test-" + strings.ReplaceAll(e.t.Name(), "/", "-"), DeliveryTimeout: 5 * time.Second}
 	if edit != nil {
 		edit(&c)

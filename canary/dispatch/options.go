@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/kafka"
 )
 
 // StartAt is where a new consumer group starts reading ad-events.
@@ -37,8 +36,10 @@ type Config struct {
 	// document names the other side as its source is left to that side's
 	// dispatcher.
 	Side contract.Side
-	// Live is the side's Kafka cluster. Required.
-	Live kafka.Cluster
+	// LiveBrokers are the side's Kafka bootstrap addresses. Required.
+	LiveBrokers []string
+	// LiveAuth is the side's cluster's TLS and SASL (nil: plaintext).
+	LiveAuth *contract.KafkaAuth
 	// Cluster is the side's cluster name in the instance registry (default:
 	// the side's name, as pipelines register).
 	Cluster string
@@ -91,8 +92,8 @@ func (c Config) validate() error {
 		return bad("Config.ZK is required")
 	case !c.Side.Valid():
 		return bad("Config.Side %q is not one of primary, standby", c.Side)
-	case len(c.Live.Brokers) == 0:
-		return bad("Config.Live.Brokers is required")
+	case len(c.LiveBrokers) == 0:
+		return bad("Config.LiveBrokers is required")
 	case contract.IsDarkTopic(c.TopicPrefix + "x"):
 		return bad("Config.TopicPrefix %q is a dark prefix: the dispatcher reads a live side", c.TopicPrefix)
 	case c.Buffer < 0:

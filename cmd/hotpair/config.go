@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hotpair/hotpair/canary/dispatch"
 	"github.com/hotpair/hotpair/internal/yamlconf"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/pipeline"
@@ -48,6 +49,15 @@ var configKinds = []configKind{
 			_, err = monitor.New(monitor.Options{Config: c}) // reads zk.auth_file
 			return err
 		}},
+	{name: "dark-dispatch", keys: []string{"live", "targets", "group", "start"},
+		check: func(path string) error {
+			c, err := dispatch.LoadFileConfig(path)
+			if err != nil {
+				return err
+			}
+			_, err = c.Config() // reads zk.auth_file and the security blocks' files
+			return err
+		}},
 }
 
 // checkableCommands are the command lines `config check -- COMMAND…`
@@ -58,6 +68,7 @@ var checkableCommands = []checkable{
 	{[]string{"monitor"}, runMonitorDaemon},
 	{[]string{"selectord"}, runSelectord},
 	{[]string{"replay", "play"}, runReplayPlay},
+	{[]string{"dark", "dispatch"}, runDarkDispatch},
 }
 
 type checkable struct {

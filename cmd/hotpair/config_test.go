@@ -91,10 +91,11 @@ func TestConfigCheck(t *testing.T) {
 // and Kafka named here).
 func TestCheckableCommandsStartNothing(t *testing.T) {
 	lines := map[string][]string{
-		"pipeline":    {"pipeline", "--config", "../../deploy/examples/pipeline-standby.yml", "--zk", "127.0.0.1:1"},
-		"monitor":     {"monitor", "--config", "../../monitor/testdata/monitor.yml"},
-		"selectord":   {"selectord", "--zk", "127.0.0.1:1", "--http", "127.0.0.1:0"},
-		"replay play": {"replay", "play", "../../deploy/compose/load/ad-events.hpr", "--target", "127.0.0.1:1/ad-events", "--qps", "10", "--loop", "--duration", "8760h"},
+		"pipeline":      {"pipeline", "--config", "../../deploy/examples/pipeline-standby.yml", "--zk", "127.0.0.1:1"},
+		"monitor":       {"monitor", "--config", "../../monitor/testdata/monitor.yml"},
+		"selectord":     {"selectord", "--zk", "127.0.0.1:1", "--http", "127.0.0.1:0"},
+		"dark dispatch": {"dark", "dispatch", "--config", "../../canary/dispatch/testdata/good.yml"},
+		"replay play":   {"replay", "play", "../../deploy/compose/load/ad-events.hpr", "--target", "127.0.0.1:1/ad-events", "--qps", "10", "--loop", "--duration", "8760h"},
 	}
 	for _, c := range checkableCommands {
 		args, ok := lines[strings.Join(c.path, " ")]

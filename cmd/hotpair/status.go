@@ -25,7 +25,7 @@ func addOpZKFlags(fs *flag.FlagSet) *opZKFlags {
 	f := &opZKFlags{}
 	fs.Var(&f.servers, "zk", "ZooKeeper servers, host:port, comma-separated or repeated (required)")
 	f.root = fs.String("zk-root", contract.DefaultRoot, "root path of hotpair's znodes")
-	f.auth = fs.String("auth", "", "digest identity user:password (the operator identity, to change overrides when ACLs are on)")
+	f.auth = fs.String("auth", "", "digest identity user:password (the operator identity, to change overrides and dark targets when ACLs are on)")
 	f.timeout = fs.Duration("timeout", 10*time.Second, "give up reaching ZooKeeper after this long")
 	return f
 }
