@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -179,14 +181,7 @@ func scrapeSandbox(t *testing.T) map[string]bool {
 	case <-ctx.Done():
 		t.Fatalf("the sandbox was not up within 4 minutes:\n%s", logs.String())
 	}
-	var a struct {
-		Primary  []string `json:"primary_brokers"`
-		HTTP     string   `json:"http"`
-		CA       string   `json:"kafka_ca_file"`
-		Mech     string   `json:"kafka_sasl_mechanism"`
-		User     string   `json:"kafka_sasl_username"`
-		Password string   `json:"kafka_sasl_password"`
-	}
+	var a sandboxAddrs
 	b, err := os.ReadFile(addrFile)
 	if err != nil {
 		t.Fatal(err)
@@ -205,27 +200,116 @@ func scrapeSandbox(t *testing.T) map[string]bool {
 		}
 	}
 	for {
-		names := map[string]bool{}
-		resp, err := http.Get("http://" + a.HTTP + "/metrics")
-		if err == nil {
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
-				line := sc.Text()
-				if line == "" || line[0] == '#' {
-					continue
-				}
-				names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
-			}
-			resp.Body.Close()
-		}
+		names := metricNamesAt("http://" + a.HTTP + "/metrics")
 		if names["hotpair_dead_letters_total"] && names["hotpair_monitor_bad_samples_total"] {
+			maps.Copy(names, scrapeDispatcher(ctx, t, bin, dir, a))
 			return names
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("the sandbox never exported the dead letter and the bad sample it was fed (have %d names)", len(names))
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// sandboxAddrs is what the tests read of the sandbox's address file.
+type sandboxAddrs struct {
+	Primary      []string `json:"primary_brokers"`
+	Standby      []string `json:"standby_brokers"`
+	ZK           string   `json:"zk"`
+	ZKRoot       string   `json:"zk_root"`
+	HTTP         string   `json:"http"`
+	CA           string   `json:"kafka_ca_file"`
+	Mech         string   `json:"kafka_sasl_mechanism"`
+	User         string   `json:"kafka_sasl_username"`
+	Password     string   `json:"kafka_sasl_password"`
+	OperatorAuth string   `json:"operator_auth"`
+}
+
+// metricNamesAt scrapes url and returns the metric names it exports (none
+// when it does not answer).
+func metricNamesAt(url string) map[string]bool {
+	names := map[string]bool{}
+	resp, err := http.Get(url)
+	if err != nil {
+		return names
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
+	}
+	return names
+}
+
+// scrapeDispatcher sets a dark target (the sandbox's standby cluster under
+// the prefix dark.metrics-check.) as the sandbox's operator, runs `hotpair
+// dark dispatch` on the sandbox's primary side with a config as an operator
+// would write it, and returns the metric names it exports once it feeds the
+// target: the dark canary's metrics, which the sandbox itself does not run.
+func scrapeDispatcher(ctx context.Context, t *testing.T, bin, dir string, a sandboxAddrs) map[string]bool {
+	t.Helper()
+	zkf := []string{"--zk", a.ZK, "--zk-root", a.ZKRoot}
+	if a.OperatorAuth != "" {
+		zkf = append(zkf, "--auth", a.OperatorAuth)
+	}
+	set := exec.CommandContext(ctx, bin, append([]string{"dark", "set", "metrics-check", "--brokers", strings.Join(a.Standby, ","),
+		"--strategy", "identical", "--multiplier", "1", "--until", "1h"}, zkf...)...)
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Fatalf("hotpair dark set: %v\n%s", err, out)
+	}
+	security := ""
+	if a.CA != "" {
+		security = fmt.Sprintf("  tls: {enabled: true, ca_file: %q}\n  sasl: {mechanism: %s, username: %q, password_env: HOTPAIR_KAFKA_PASSWORD}\n", a.CA, a.Mech, a.User)
+	}
+	cfg := filepath.Join(dir, "dispatch.yml")
+	yml := fmt.Sprintf("side: primary\nzk: {servers: [%q], root: %q}\nlive:\n  brokers: [%q]\n%stargets:\n%shttp: {listen: \"127.0.0.1:0\"}\n",
+		a.ZK, a.ZKRoot, a.Primary[0], security, security)
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "dark", "dispatch", "--config", cfg)
+	cmd.Env = append(os.Environ(), "HOTPAIR_KAFKA_PASSWORD="+a.Password)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if _, url, ok := strings.Cut(sc.Text(), " on http://"); ok {
+				urls <- "http://" + url + "/metrics"
+			}
+		}
+		close(urls)
+	}()
+	url, ok := <-urls
+	if !ok {
+		t.Fatalf("hotpair dark dispatch did not start:\n%s", logs.String())
+	}
+	for {
+		names := metricNamesAt(url)
+		if names["hotpair_dark_dispatch_fraction"] && names["hotpair_dark_dispatch_records_total"] {
+			return names
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the dispatcher never exported its target's metrics (have %d names):\n%s", len(names), logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
