@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -144,20 +145,9 @@ func scrapeSandbox(t *testing.T) map[string]bool {
 	addrFile := filepath.Join(dir, "addr.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "sandbox", "--http", "127.0.0.1:0", "--addr-file", addrFile,
+	stdout, logs, stop := startDaemon(ctx, t, bin, nil, "sandbox", "--http", "127.0.0.1:0", "--addr-file", addrFile,
 		"--campaigns", "6", "--qps", "40", "--window", "6s")
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 30 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	defer func() { cancel(); stop() }()
 	// The sandbox writes its address file, then prints its banner.
 	up := make(chan bool, 1)
 	go func() {
@@ -210,6 +200,27 @@ func scrapeSandbox(t *testing.T) map[string]bool {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// startDaemon starts bin with args (and env added to the test's) until
+// stop, which interrupts it and waits; its stdout is for the caller to read
+// to the end, its stderr is kept in logs.
+func startDaemon(ctx context.Context, t *testing.T, bin string, env []string, args ...string) (io.Reader, *bytes.Buffer, func()) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	logs := &bytes.Buffer{}
+	cmd.Stderr = logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdout, logs, func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }
 }
 
 // sandboxAddrs is what the tests read of the sandbox's address file.
@@ -273,20 +284,8 @@ func scrapeDispatcher(ctx context.Context, t *testing.T, bin, dir string, a sand
 	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, bin, "dark", "dispatch", "--config", cfg)
-	cmd.Env = append(os.Environ(), "HOTPAIR_KAFKA_PASSWORD="+a.Password)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 30 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	stdout, logs, stop := startDaemon(ctx, t, bin, []string{"HOTPAIR_KAFKA_PASSWORD=" + a.Password}, "dark", "dispatch", "--config", cfg)
+	defer stop()
 	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

@@ -105,9 +105,8 @@ func runDarkSet(ctx context.Context, a *app, args []string) int {
 	if err := d.Validate(); err != nil {
 		return usageError(fs, a.stderr, "%s", flagWords(err))
 	}
-	sess, err := zf.connect(ctx, a, creds)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "hotpair dark set: %v\n", err)
+	sess, ok := zf.session(ctx, a, "dark set", creds)
+	if !ok {
 		return 1
 	}
 	defer sess.Close()
@@ -138,13 +137,12 @@ func runDarkClear(ctx context.Context, a *app, args []string) int {
 	if problem != "" {
 		return usageError(fs, a.stderr, "%s", problem)
 	}
-	sess, err := zf.connect(ctx, a, creds)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "hotpair dark clear: %v\n", err)
+	sess, ok := zf.session(ctx, a, "dark clear", creds)
+	if !ok {
 		return 1
 	}
 	defer sess.Close()
-	err = dispatch.ClearTarget(sess.Conn(), contract.NewPaths(*zf.root), name)
+	err := dispatch.ClearTarget(sess.Conn(), contract.NewPaths(*zf.root), name)
 	if errors.Is(err, dispatch.ErrNoTarget) {
 		fmt.Fprintf(a.stdout, "no dark target %s: nothing to clear\n", name)
 		return 0
@@ -168,9 +166,8 @@ func runDarkStatus(ctx context.Context, a *app, args []string) int {
 	if problem != "" {
 		return usageError(fs, a.stderr, "%s", problem)
 	}
-	sess, err := zf.connect(ctx, a, creds)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "hotpair dark status: %v\n", err)
+	sess, ok := zf.session(ctx, a, "dark status", creds)
+	if !ok {
 		return 1
 	}
 	defer sess.Close()

@@ -35,9 +35,8 @@ func runGate(ctx context.Context, a *app, args []string) int {
 		}
 		return usageError(fs, a.stderr, "%v", err)
 	}
-	sess, err := zf.connect(ctx, a, creds)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "hotpair gate: %v\n", err)
+	sess, ok := zf.session(ctx, a, "gate", creds)
+	if !ok {
 		return 1
 	}
 	defer sess.Close()

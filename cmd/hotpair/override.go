@@ -78,9 +78,8 @@ func runOverrideSet(ctx context.Context, a *app, args []string) int {
 	if err := req.Validate(now); err != nil {
 		return usageError(fs, a.stderr, "%v", err)
 	}
-	sess, err := zf.connect(ctx, a, creds)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "hotpair override set: %v\n", err)
+	sess, ok := zf.session(ctx, a, "override set", creds)
+	if !ok {
 		return 1
 	}
 	defer sess.Close()
@@ -113,9 +112,8 @@ func runOverrideClear(ctx context.Context, a *app, args []string) int {
 	if contract.ServiceByName(*service) == 0 {
 		return usageError(fs, a.stderr, "--service is required: one of %s", strings.Join(contract.ServiceNames(), ", "))
 	}
-	sess, err := zf.connect(ctx, a, creds)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "hotpair override clear: %v\n", err)
+	sess, ok := zf.session(ctx, a, "override clear", creds)
+	if !ok {
 		return 1
 	}
 	defer sess.Close()

@@ -61,6 +61,17 @@ func (f *opZKFlags) connect(ctx context.Context, a *app, creds *contract.Credent
 	return sess, nil
 }
 
+// session connects for cmd ("override set"…); when it cannot, it says why
+// and the command exits 1.
+func (f *opZKFlags) session(ctx context.Context, a *app, cmd string, creds *contract.Credentials) (*zkutil.Session, bool) {
+	sess, err := f.connect(ctx, a, creds)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "hotpair %s: %v\n", cmd, err)
+		return nil, false
+	}
+	return sess, true
+}
+
 // runStatus is "hotpair status": read straight from ZooKeeper, so it works
 // while every monitor is down.
 func runStatus(ctx context.Context, a *app, args []string) int {
@@ -87,9 +98,8 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		}
 		svcs = append(svcs, svc)
 	}
-	sess, err := zf.connect(ctx, a, creds)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "hotpair status: %v\n", err)
+	sess, ok := zf.session(ctx, a, "status", creds)
+	if !ok {
 		return 1
 	}
 	defer sess.Close()
