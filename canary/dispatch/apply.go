@@ -104,6 +104,7 @@ func (d *Dispatcher) replan(ctx context.Context, obs map[string]Observed, zkErr 
 	d.plansMu.Lock()
 	d.plans = next
 	d.plansMu.Unlock()
+	d.changes.Notify()
 }
 
 // reconcile opens a sender for every target that sends and has none, and

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/zkutil"
 )
@@ -38,6 +39,7 @@ type Dispatcher struct {
 
 	plansMu sync.Mutex
 	plans   map[string]Plan
+	changes changes.Feed // notified after every round of the control loop
 }
 
 // route is one sending target as the consumers see it.
@@ -71,6 +73,12 @@ func (d *Dispatcher) live() kafka.Cluster {
 // Assigned is closed once the dispatcher's consumer group has given it
 // partitions of ad-events: from then on, what is produced live is copied.
 func (d *Dispatcher) Assigned() <-chan struct{} { return d.assigned }
+
+// Changed returns a channel closed after the next round of the control
+// loop: a change of a document or an instance count, and at least every
+// second (the live rate and the expiries). Waiters look at Plans, or at the
+// metrics, again then.
+func (d *Dispatcher) Changed() <-chan struct{} { return d.changes.Next() }
 
 // Plans returns every target's current plan, by name.
 func (d *Dispatcher) Plans() []Plan {

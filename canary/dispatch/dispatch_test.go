@@ -18,23 +18,41 @@ import (
 func waitPlan(t *testing.T, d *dispatch.Dispatcher, target string, within time.Duration, ok func(dispatch.Plan, bool) bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var p dispatch.Plan
-		found := false
+	var p dispatch.Plan
+	var found bool
+	until(t, d, within, func() string {
+		p, found = dispatch.Plan{}, false
 		for _, x := range d.Plans() {
 			if x.Name == target {
 				p, found = x, true
 			}
 		}
 		if ok(p, found) {
-			return time.Since(start)
+			return ""
 		}
-		if time.Since(start) > within {
-			t.Fatalf("plan of %s after %s: %+v (found %v)", target, within, p, found)
+		return fmt.Sprintf("plan of %s: %+v (found %v)", target, p, found)
+	})
+	return time.Since(start)
+}
+
+// until waits until cond returns "", checking it after every round of the
+// dispatcher's control loop (at least every second); after within it fails
+// the test with cond's last answer.
+func until(t *testing.T, d *dispatch.Dispatcher, within time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		next := d.Changed()
+		msg := cond()
+		if msg == "" {
+			return
 		}
-		<-tick.C
+		select {
+		case <-next:
+		case <-deadline.C:
+			t.Fatalf("after %s: %s", within, msg)
+		}
 	}
 }
 
@@ -42,16 +60,16 @@ func sending(f float64) func(dispatch.Plan, bool) bool {
 	return func(p dispatch.Plan, ok bool) bool { return ok && p.Sending() && p.Fraction == f }
 }
 
-// waitMetric waits until the metric reaches want (counters only grow).
-func waitMetric(t *testing.T, reg prometheus.Gatherer, want float64, name string, labels ...string) {
+// waitMetric waits until the counter reaches want, and fails if it went
+// beyond.
+func waitMetric(t *testing.T, d *dispatch.Dispatcher, reg prometheus.Gatherer, want float64, name string, labels ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for metric(reg, name, labels...) < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s%v = %v after 30s, want %v", name, labels, metric(reg, name, labels...), want)
+	until(t, d, 30*time.Second, func() string {
+		if got := metric(reg, name, labels...); got < want {
+			return fmt.Sprintf("%s%v = %v, want %v", name, labels, got, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ""
+	})
 	if got := metric(reg, name, labels...); got != want {
 		t.Fatalf("%s%v = %v, want exactly %v", name, labels, got, want)
 	}
@@ -90,7 +108,7 @@ func TestDarkTargetsGetExactlyTheSampledCampaigns(t *testing.T) {
 		}
 		waitFor(t, kafkatest.Follow(t, brokers[name], tp.AdEvents), wantEv, gotEvents)
 		waitFor(t, kafkatest.Follow(t, brokers[name], tp.Budgets), wantB, gotBudgets)
-		waitMetric(t, reg, float64(len(wantEv)), "hotpair_dark_dispatch_records_total", "target", name, "topic", "ad-events")
+		waitMetric(t, d, reg, float64(len(wantEv)), "hotpair_dark_dispatch_records_total", "target", name, "topic", "ad-events")
 	}
 	if !slices.Equal(expectEvents(ids, targets["rel"]), expectEvents(ids, targets["twin"])) {
 		t.Fatal("relative and identical targets at the same fraction must get the same records")
@@ -133,7 +151,7 @@ func TestConfigChangeAppliesWithinASecond(t *testing.T) {
 	sent := metric(reg, "hotpair_dark_dispatch_records_total", "target", "cand", "topic", "ad-events")
 	consumed := metric(reg, "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
 	w.events(t, e.live)
-	waitMetric(t, reg, consumed+float64(len(w.campaigns)*w.perCamp), "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
+	waitMetric(t, d, reg, consumed+float64(len(w.campaigns)*w.perCamp), "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
 	if now := metric(reg, "hotpair_dark_dispatch_records_total", "target", "cand", "topic", "ad-events"); now != sent {
 		t.Fatalf("a disabled target received %v records", now-sent)
 	}
@@ -143,6 +161,17 @@ func TestConfigChangeAppliesWithinASecond(t *testing.T) {
 	}
 	took = waitPlan(t, d, "cand", time.Second, func(_ dispatch.Plan, ok bool) bool { return !ok })
 	t.Logf("clear applied in %s", took)
+
+	// An expiry applies without any ZooKeeper event.
+	short := doc("cand", contract.DarkIdentical, 0.5, dark)
+	end := time.Now().Add(1500 * time.Millisecond).UTC()
+	short.Until = &end
+	e.set(short)
+	waitPlan(t, d, "cand", time.Second, sending(0.5))
+	waitPlan(t, d, "cand", 5*time.Second, func(p dispatch.Plan, ok bool) bool { return ok && !p.Active })
+	if late := time.Since(end); late > 1500*time.Millisecond || late < 0 {
+		t.Fatalf("the target stopped %s after its expiry", late)
+	}
 }
 
 // Instance counts that cannot be used (no live aggregator registered) or a
@@ -165,14 +194,13 @@ func TestUnreadableCountsSendNothing(t *testing.T) {
 	for range 3 {
 		w.events(t, e.live)
 	}
-	waitMetric(t, reg, float64(3*len(w.campaigns)*w.perCamp), "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
-	deadline := time.Now().Add(30 * time.Second)
-	for metric(reg, "hotpair_dark_dispatch_expected_rate", "target", "rel") <= 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("expected rate of a paused target stays 0: the alert could not fire")
+	waitMetric(t, d, reg, float64(3*len(w.campaigns)*w.perCamp), "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
+	until(t, d, 30*time.Second, func() string {
+		if metric(reg, "hotpair_dark_dispatch_expected_rate", "target", "rel") <= 0 {
+			return "the expected rate of a paused target stays 0: the alert could not fire"
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ""
+	})
 	if got := kafkatest.UpToEnd(t, dark, tp.AdEvents); len(got) != 0 {
 		t.Fatalf("a paused target received %d events", len(got))
 	}
@@ -200,7 +228,3 @@ func TestUnreadableCountsSendNothing(t *testing.T) {
 		}
 	}
 }
-
-func TestMain(m *testing.M) { m.Run() }
-
-var _ = fmt.Sprint

@@ -102,15 +102,14 @@ func TestDeadTargetCostsLiveNothing(t *testing.T) {
 	tp := contract.TopicsWithPrefix(contract.DarkPrefix("good"))
 	waitFor(t, kafkatest.Follow(t, good, tp.AdEvents), want, gotEvents)
 	total := float64(20 * len(w.campaigns) * w.perCamp)
-	waitMetric(t, reg, total, "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
-	deadline := time.Now().Add(30 * time.Second)
-	for metric(reg, "hotpair_dark_dispatch_dropped_total", "target", "dead", "reason", "buffer_full")+
-		metric(reg, "hotpair_dark_dispatch_dropped_total", "target", "dead", "reason", "delivery_failed") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the dead target's copies were neither dropped nor counted")
+	waitMetric(t, d, reg, total, "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
+	until(t, d, 30*time.Second, func() string {
+		if metric(reg, "hotpair_dark_dispatch_dropped_total", "target", "dead", "reason", "buffer_full")+
+			metric(reg, "hotpair_dark_dispatch_dropped_total", "target", "dead", "reason", "delivery_failed") == 0 {
+			return "the dead target's copies were neither dropped nor counted"
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ""
+	})
 	if v := metric(reg, "hotpair_dark_dispatch_dropped_total", "target", "good", "reason", "buffer_full"); v != 0 {
 		t.Fatalf("the good target dropped %v copies", v)
 	}
@@ -137,7 +136,7 @@ func TestZooKeeperDownPausesEveryTarget(t *testing.T) {
 		t.Fatalf("paused{zk_unavailable} = %v", v)
 	}
 	w.events(t, e.live)
-	waitMetric(t, reg, float64(len(w.campaigns)*w.perCamp), "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
+	waitMetric(t, d, reg, float64(len(w.campaigns)*w.perCamp), "hotpair_dark_dispatch_consumed_total", "topic", "ad-events")
 	if got := kafkatest.UpToEnd(t, dark, tp.AdEvents); len(got) != 0 {
 		t.Fatalf("%d events sent while ZooKeeper was down", len(got))
 	}
