@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -196,7 +197,8 @@ func (d *Dispatcher) consumeBudgets(ctx context.Context, cl *kgo.Client) {
 			if r.Value == nil {
 				delete(d.budgets, campaign)
 			} else {
-				d.budgets[campaign] = r.Value
+				// A copy: r.Value points into the fetch's whole batch.
+				d.budgets[campaign] = bytes.Clone(r.Value)
 			}
 			for _, rt := range *d.routes.Load() {
 				for k := range contract.DarkCopies(campaign, rt.f) {

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -108,7 +109,7 @@ func (s *sender) event(ctx context.Context, r *kgo.Record, k int) {
 		return
 	}
 	if s.feed != nil {
-		if !s.feed.push(c) {
+		if !s.feed.push(detach(c)) {
 			s.dropped.WithLabelValues(dropOverRate).Inc()
 		}
 		return
@@ -144,4 +145,17 @@ func (s *sender) updateBuffered() {
 		n += int64(s.feed.len())
 	}
 	s.buffered.Set(float64(n))
+}
+
+// detach copies what a record kept for long (a constant target's queue and
+// repeats) points into: a fetched record's key, value and headers share the
+// memory of its whole fetched batch.
+func detach(r *kgo.Record) *kgo.Record {
+	c := *r
+	c.Key, c.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+	c.Headers = make([]kgo.RecordHeader, len(r.Headers))
+	for i, h := range r.Headers {
+		c.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: bytes.Clone(h.Value)}
+	}
+	return &c
 }
