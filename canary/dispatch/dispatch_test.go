@@ -21,12 +21,7 @@ func waitPlan(t *testing.T, d *dispatch.Dispatcher, target string, within time.D
 	var p dispatch.Plan
 	var found bool
 	until(t, d, within, func() string {
-		p, found = dispatch.Plan{}, false
-		for _, x := range d.Plans() {
-			if x.Name == target {
-				p, found = x, true
-			}
-		}
+		p, found = plans(d)[target]
 		if ok(p, found) {
 			return ""
 		}
@@ -54,6 +49,14 @@ func until(t *testing.T, d *dispatch.Dispatcher, within time.Duration, cond func
 			t.Fatalf("after %s: %s", within, msg)
 		}
 	}
+}
+
+func plans(d *dispatch.Dispatcher) map[string]dispatch.Plan {
+	out := map[string]dispatch.Plan{}
+	for _, p := range d.Plans() {
+		out[p.Name] = p
+	}
+	return out
 }
 
 func sending(f float64) func(dispatch.Plan, bool) bool {
@@ -128,8 +131,14 @@ func TestConfigChangeAppliesWithinASecond(t *testing.T) {
 	w := newWorkload(200, 2)
 	w.budgets(t, e.live)
 	e.set(doc("cand", contract.DarkIdentical, 0.25, dark))
+	other := doc("other", contract.DarkIdentical, 1, dark)
+	other.Source = contract.Standby // the standby side's dispatcher feeds it
+	e.set(other)
 	d, reg := e.start(nil)
 	waitPlan(t, d, "cand", 10*time.Second, sending(0.25))
+	if _, ok := plans(d)["other"]; ok {
+		t.Fatal("the primary side's dispatcher plans a target of the standby side")
+	}
 	first := w.events(t, e.live)
 	events := kafkatest.Follow(t, dark, tp.AdEvents)
 	waitFor(t, events, expectEvents(first, 0.25), gotEvents)

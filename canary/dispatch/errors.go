@@ -12,3 +12,7 @@ var ErrCloneID = errors.New("dispatch: clone id too long")
 
 // ErrNoTarget is returned by ClearTarget when no such dark target exists.
 var ErrNoTarget = errors.New("dispatch: no such dark target")
+
+// ErrACL is wrapped when ZooKeeper refuses to change a target document:
+// only the operator identity may.
+var ErrACL = errors.New("dispatch: ZooKeeper refused the change (dark targets are writable only by the operator identity: pass --auth user:password)")

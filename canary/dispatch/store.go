@@ -15,10 +15,6 @@ import (
 	"github.com/hotpair/hotpair/monitor"
 )
 
-// ErrACL is wrapped when ZooKeeper refuses to change a target document:
-// only the operator identity may.
-var ErrACL = errors.New("dispatch: ZooKeeper refused the change (dark targets are writable only by the operator identity: pass --auth user:password)")
-
 // SetTarget validates d and writes it at /dark/<name>, replacing any
 // document there. The document and its directory are protected by the
 // policy as overrides are: with an operator identity, only it may change
