@@ -71,3 +71,21 @@ func TestPausedAllKeepsExpected(t *testing.T) {
 		t.Fatalf("inactive target: %+v", b)
 	}
 }
+
+// A new sender (and pacer) is built when the brokers or a constant target's
+// rate change, not for a new multiplier or a disable.
+func TestSenderKey(t *testing.T) {
+	base := *target(contract.DarkConstant, 0, 100)
+	same := base
+	same.Multiplier, same.Enabled = 0.5, false
+	faster := base
+	faster.Rate = 200
+	moved := base
+	moved.Brokers = []string{"127.0.0.1:2"}
+	if senderKey(base) != senderKey(same) {
+		t.Fatal("a multiplier or enabled change rebuilds the sender")
+	}
+	if senderKey(base) == senderKey(faster) || senderKey(base) == senderKey(moved) {
+		t.Fatal("a new rate or new brokers keep the old sender")
+	}
+}

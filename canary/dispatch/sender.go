@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,12 +39,12 @@ type sender struct {
 }
 
 // senderKey is what identifies a target's sender: its brokers, and for a
-// constant target its rate. Any other change of the document (multiplier,
-// enabled, until) keeps the sender.
+// constant target its rate (its pacer runs at one rate). Any other change of
+// the document (multiplier, enabled, until) keeps the sender.
 func senderKey(d contract.DarkTarget) string {
 	k := strings.Join(d.Brokers, ",")
 	if d.Strategy == contract.DarkConstant {
-		k += "|constant"
+		k += "|constant " + strconv.FormatFloat(d.Rate, 'g', -1, 64)
 	}
 	return k
 }
