@@ -60,6 +60,7 @@ func BenchmarkDispatchVsRawCopy(b *testing.B) {
 		b.ReportMetric(median(alone), "live_alone_rec/s")
 		b.ReportMetric(median(withRaw)/median(alone), "live_next_to_raw/alone")
 		b.ReportMetric(median(withDisp)/median(alone), "live_next_to_dispatch/alone")
+		b.ReportMetric(median(withDisp)/median(withRaw), "live_next_to_dispatch/next_to_raw")
 	}
 }
 
