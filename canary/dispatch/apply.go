@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
@@ -45,6 +46,7 @@ func (d *Dispatcher) apply(ctx context.Context, observed <-chan followed) map[st
 			d.m.liveRate.Set(rate)
 			for _, s := range senders {
 				s.updateBuffered()
+				s.sampledRate.tick(alpha)
 			}
 		}
 		d.replan(ctx, obs, zkErr, senders, rate)
@@ -92,7 +94,7 @@ func (d *Dispatcher) replan(ctx context.Context, obs map[string]Observed, zkErr 
 	d.sendGrown(ctx, grown)
 	d.m.targets.Set(float64(len(routes)))
 	for name, p := range next {
-		d.m.setPlan(p, d.expectedRate(p, rate))
+		d.m.setPlan(p, d.expectedRate(p, senders[name], rate))
 		d.logChange(old[name], p)
 	}
 	for name := range old {
@@ -189,15 +191,38 @@ func (d *Dispatcher) sendGrown(ctx context.Context, grown []growth) {
 	}
 }
 
-// expectedRate is the records per second a target should receive now.
-func (d *Dispatcher) expectedRate(p Plan, liveRate float64) float64 {
+// expectedRate is the ad events per second a target should receive now:
+// while it is sent to, the copies the sampling chose (counted before they
+// reach the target, so a dead target still shows what it misses); while it
+// is paused, the live rate × the last fraction known; a constant target's
+// rate.
+func (d *Dispatcher) expectedRate(p Plan, s *sender, liveRate float64) float64 {
 	switch {
 	case !p.Active:
 		return 0
 	case p.Doc != nil && p.Doc.Strategy == contract.DarkConstant:
 		return p.Doc.Rate
+	case p.Sending() && s != nil && s.sampledRate.started:
+		return s.sampledRate.value
 	}
 	return liveRate * p.Expected
+}
+
+// ewma is a moving average of a counter's increase per second.
+type ewma struct {
+	n       atomic.Int64 // the counter, added to by the consumers
+	last    int64
+	value   float64
+	started bool // one tick seen
+}
+
+// tick is called every second.
+func (e *ewma) tick(alpha float64) {
+	n := e.n.Load()
+	if e.started {
+		e.value += alpha * (float64(n-e.last) - e.value)
+	}
+	e.last, e.started = n, true
 }
 
 // logChange logs a target's plan when it changed: once per state change.

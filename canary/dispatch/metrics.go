@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		liveRate: f.NewGauge(prometheus.GaugeOpts{Name: "hotpair_dark_dispatch_live_rate",
 			Help: "Live ad events per second the dispatcher reads (10 s moving average)."}),
 		expected: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_dispatch_expected_rate",
-			Help: "Records per second a dark target should receive: live rate × its fraction (the last known one while paused), or a constant target's rate."}, []string{"target"}),
+			Help: "Ad events per second a dark target should receive: what the sampling chose (10 s average), while paused the live rate × the last fraction known, or a constant target's rate; 0 when off."}, []string{"target"}),
 		fraction: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_dispatch_fraction",
 			Help: "Sampled fraction of campaigns a dark target receives (0 while paused or off; above 1 clones)."}, []string{"target"}),
 		paused: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_dispatch_paused",

@@ -29,6 +29,7 @@ type sender struct {
 	log    *slog.Logger
 
 	inFlight                atomic.Int64
+	sampledRate             ewma // ad events the sampling chose for the target
 	sentEvents, sentBudgets prometheus.Counter
 	dropped                 *prometheus.CounterVec // reason
 	buffered                prometheus.Gauge
@@ -104,6 +105,7 @@ func (s *sender) drop(err error) {
 // event sends copy k of a live ad event (through the constant feed for a
 // constant target).
 func (s *sender) event(ctx context.Context, r *kgo.Record, k int) {
+	s.sampledRate.n.Add(1)
 	c, err := copyEvent(r, k, s.topics.events)
 	if err != nil {
 		s.drop(err)
