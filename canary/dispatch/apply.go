@@ -91,7 +91,7 @@ func (d *Dispatcher) replan(ctx context.Context, obs map[string]Observed, zkErr 
 		}
 	}
 	d.routes.Store(&routes)
-	d.sendGrown(ctx, grown)
+	d.sendGrown(grown)
 	d.m.targets.Set(float64(len(routes)))
 	for name, p := range next {
 		d.m.setPlan(p, d.expectedRate(p, senders[name], rate))
@@ -176,7 +176,7 @@ type growth struct {
 // the copies it now samples and did not before (every row for a new or
 // resumed target). It holds the table while it sends, as the budgets
 // consumer does, so a newer row is never overtaken by an older one.
-func (d *Dispatcher) sendGrown(ctx context.Context, grown []growth) {
+func (d *Dispatcher) sendGrown(grown []growth) {
 	if len(grown) == 0 {
 		return
 	}
@@ -185,7 +185,7 @@ func (d *Dispatcher) sendGrown(ctx context.Context, grown []growth) {
 	for campaign, row := range d.budgets {
 		for _, g := range grown {
 			for k := contract.DarkCopies(campaign, g.from); k < contract.DarkCopies(campaign, g.to); k++ {
-				g.s.budget(ctx, []byte(campaign), row, k)
+				g.s.budget([]byte(campaign), row, k)
 			}
 		}
 	}

@@ -132,15 +132,15 @@ func (s *sender) pace(ctx context.Context, rate float64, rows budgetRow) {
 			}
 		}
 		if gen > 0 {
-			s.repeat(ctx, r, gen, seq, rows)
+			s.repeat(r, gen, seq, rows)
 		} else {
-			s.produce(ctx, r)
+			s.produce(r)
 		}
 		p.Released(time.Now())
 	}
 }
 
-func (s *sender) repeat(ctx context.Context, r *kgo.Record, gen int, seq uint64, rows budgetRow) {
+func (s *sender) repeat(r *kgo.Record, gen int, seq uint64, rows budgetRow) {
 	c, err := repeatEvent(r, gen, seq, time.Now())
 	if err != nil {
 		s.drop(err)
@@ -150,8 +150,8 @@ func (s *sender) repeat(ctx context.Context, r *kgo.Record, gen int, seq uint64,
 	if s.feed.firstUse(clone) {
 		base, k := contract.DarkCampaignOf(clone)
 		if v, ok := rows(base); ok {
-			s.budget(ctx, []byte(base), v, k)
+			s.budget([]byte(base), v, k)
 		}
 	}
-	s.produce(ctx, c)
+	s.produce(c)
 }

@@ -171,7 +171,7 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 			campaign := string(r.Key)
 			for _, rt := range routes {
 				for k := range contract.DarkCopies(campaign, rt.f) {
-					rt.s.event(ctx, r, k)
+					rt.s.event(r, k)
 				}
 			}
 		})
@@ -202,7 +202,7 @@ func (d *Dispatcher) consumeBudgets(ctx context.Context, cl *kgo.Client) {
 			}
 			for _, rt := range *d.routes.Load() {
 				for k := range contract.DarkCopies(campaign, rt.f) {
-					rt.s.budget(ctx, r.Key, r.Value, k)
+					rt.s.budget(r.Key, r.Value, k)
 				}
 			}
 		})

@@ -72,10 +72,12 @@ func newSender(d contract.DarkTarget, c Config, m *metrics, log *slog.Logger) (*
 	return s, nil
 }
 
-// produce hands r to the target's producer without waiting.
-func (s *sender) produce(ctx context.Context, r *kgo.Record) {
+// produce hands r to the target's producer without waiting. No context
+// cancels it: a copy is delivered, or dropped after the delivery timeout,
+// or when the sender closes (which first flushes for a few seconds).
+func (s *sender) produce(r *kgo.Record) {
 	s.inFlight.Add(1)
-	s.cl.TryProduce(ctx, r, s.delivered)
+	s.cl.TryProduce(context.Background(), r, s.delivered)
 }
 
 // delivered is the producer's promise: it runs on the client's goroutine.
@@ -104,7 +106,7 @@ func (s *sender) drop(err error) {
 
 // event sends copy k of a live ad event (through the constant feed for a
 // constant target).
-func (s *sender) event(ctx context.Context, r *kgo.Record, k int) {
+func (s *sender) event(r *kgo.Record, k int) {
 	s.sampledRate.n.Add(1)
 	c, err := copyEvent(r, k, s.topics.events)
 	if err != nil {
@@ -117,17 +119,17 @@ func (s *sender) event(ctx context.Context, r *kgo.Record, k int) {
 		}
 		return
 	}
-	s.produce(ctx, c)
+	s.produce(c)
 }
 
 // budget sends copy k of a budgets row.
-func (s *sender) budget(ctx context.Context, key, value []byte, k int) {
+func (s *sender) budget(key, value []byte, k int) {
 	c, err := copyBudget(key, value, k, s.topics.budgets)
 	if err != nil {
 		s.drop(err)
 		return
 	}
-	s.produce(ctx, c)
+	s.produce(c)
 }
 
 // close stops a constant feed, gives what is buffered until ctx ends to
