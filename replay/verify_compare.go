@@ -5,99 +5,28 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
-	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/outdiff"
 )
 
 // OutputDiff is one campaign whose output differs between the builds.
-type OutputDiff struct {
-	Output    string `json:"output"` // budget-status, pacing or bid-multipliers
-	Key       string `json:"key"`
-	Field     string `json:"field"`
-	Baseline  string `json:"baseline"`
-	Candidate string `json:"candidate"`
-	Detail    string `json:"detail,omitempty"`
-}
+type OutputDiff = outdiff.Diff
 
-// compareOutputs compares the outputs of two builds key by key: budget
-// status, day and spend must be equal; pacing rates within an absolute
-// tolerance; bid multipliers within a relative one. A key present on one
-// side only is a difference.
+// compareOutputs compares the outputs of two builds key by key (outdiff,
+// shared with the dark canary's comparator): budget status, day and spend
+// must be equal; pacing rates within an absolute tolerance; bid multipliers
+// within a relative one. A key present on one side only is a difference, and
+// so is an output record that does not decode.
 func compareOutputs(base, cand outputs, th Thresholds) []OutputDiff {
 	diffs := append(slices.Clone(base.Bad), cand.Bad...)
-	diffs = append(diffs, compareKeyed("budget-status", base.Status, cand.Status, statusDiffs)...)
-	diffs = append(diffs, compareKeyed("pacing", base.Pacing, cand.Pacing, func(a, b contract.Pacing) []OutputDiff {
-		if d := math.Abs(a.Rate - b.Rate); d > th.PacingRateAbs {
-			return []OutputDiff{{Field: "rate", Baseline: fmtFloat(a.Rate), Candidate: fmtFloat(b.Rate),
-				Detail: fmt.Sprintf("differs by %.4f, tolerance %.4f", d, th.PacingRateAbs)}}
-		}
-		return nil
-	})...)
-	diffs = append(diffs, compareKeyed("bid-multipliers", base.Bid, cand.Bid, func(a, b contract.BidMultiplier) []OutputDiff {
-		if d := relDiff(a.Multiplier, b.Multiplier); d > th.BidMultiplierRel {
-			return []OutputDiff{{Field: "multiplier", Baseline: fmtFloat(a.Multiplier), Candidate: fmtFloat(b.Multiplier),
-				Detail: fmt.Sprintf("differs by %.2f%%, tolerance %.2f%%", 100*d, 100*th.BidMultiplierRel)}}
-		}
-		return nil
-	})...)
-	return diffs
+	return append(diffs, outdiff.Compare(base.Outputs, cand.Outputs, th.tolerances())...)
 }
 
-func statusDiffs(a, b contract.BudgetStatus) []OutputDiff {
-	var out []OutputDiff
-	for _, f := range []struct{ field, a, b string }{
-		{"status", a.Status, b.Status},
-		{"day", a.Day, b.Day},
-		{"spent_today_micros", strconv.FormatInt(a.SpentTodayMicros, 10), strconv.FormatInt(b.SpentTodayMicros, 10)},
-		{"spent_lifetime_micros", strconv.FormatInt(a.SpentLifetimeMicros, 10), strconv.FormatInt(b.SpentLifetimeMicros, 10)},
-	} {
-		if f.a != f.b {
-			out = append(out, OutputDiff{Field: f.field, Baseline: f.a, Candidate: f.b})
-		}
-	}
-	return out
+// tolerances are the thresholds that say when two output values are equal.
+func (t Thresholds) tolerances() outdiff.Tolerances {
+	return outdiff.Tolerances{PacingRateAbs: t.PacingRateAbs, BidMultiplierRel: t.BidMultiplierRel}
 }
-
-// compareKeyed compares two keyed outputs with cmp, in key order.
-func compareKeyed[V any](output string, base, cand map[string]V, cmp func(a, b V) []OutputDiff) []OutputDiff {
-	keys := slices.Sorted(maps.Keys(base))
-	for k := range cand {
-		if _, ok := base[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	var out []OutputDiff
-	for _, k := range keys {
-		a, inBase := base[k]
-		b, inCand := cand[k]
-		var ds []OutputDiff
-		switch {
-		case !inCand:
-			ds = []OutputDiff{{Field: "key", Baseline: "present", Candidate: "missing"}}
-		case !inBase:
-			ds = []OutputDiff{{Field: "key", Baseline: "missing", Candidate: "present"}}
-		default:
-			ds = cmp(a, b)
-		}
-		for i := range ds {
-			ds[i].Output, ds[i].Key = output, k
-		}
-		out = append(out, ds...)
-	}
-	return out
-}
-
-func relDiff(a, b float64) float64 {
-	if a == b {
-		return 0
-	}
-	return math.Abs(a-b) / math.Max(math.Abs(a), math.Abs(b))
-}
-
-func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
 
 // PerfStats are one pipeline's performance on the recording.
 type PerfStats struct {

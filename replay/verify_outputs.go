@@ -13,14 +13,13 @@ import (
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/outdiff"
 )
 
 // outputs are the last value per campaign of the three service outputs of
 // one pipeline (the topics are compacted: the last value is the state).
 type outputs struct {
-	Status map[string]contract.BudgetStatus
-	Pacing map[string]contract.Pacing
-	Bid    map[string]contract.BidMultiplier
+	outdiff.Outputs
 	// Bad lists output records that do not decode: a regression of their own.
 	Bad []OutputDiff
 }
@@ -31,7 +30,7 @@ func outputTopics(t contract.Topics) []string {
 
 // readOutputs reads the output topics from their start to their current end.
 func readOutputs(ctx context.Context, c kafka.Cluster, t contract.Topics, side string) (outputs, error) {
-	out := outputs{Status: map[string]contract.BudgetStatus{}, Pacing: map[string]contract.Pacing{}, Bid: map[string]contract.BidMultiplier{}}
+	out := outputs{Outputs: outdiff.NewOutputs()}
 	cl, err := kafka.NewClient(c, "hotpair-verify-outputs", kgo.ConsumeTopics(outputTopics(t)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -73,27 +72,12 @@ func readOutputs(ctx context.Context, c kafka.Cluster, t contract.Topics, side s
 }
 
 func (o *outputs) add(t contract.Topics, r *kgo.Record, side string) {
-	key := string(r.Key)
-	var err error
-	switch r.Topic {
-	case t.BudgetStatus:
-		var v contract.BudgetStatus
-		if v, err = contract.DecodeBudgetStatus(r.Value); err == nil {
-			o.Status[key] = v
-		}
-	case t.Pacing:
-		var v contract.Pacing
-		if v, err = contract.DecodePacing(r.Value); err == nil {
-			o.Pacing[key] = v
-		}
-	case t.BidMultipliers:
-		var v contract.BidMultiplier
-		if v, err = contract.DecodeBidMultiplier(r.Value); err == nil {
-			o.Bid[key] = v
-		}
+	output := map[string]string{t.BudgetStatus: outdiff.BudgetStatus, t.Pacing: outdiff.Pacing, t.BidMultipliers: outdiff.BidMultipliers}[r.Topic]
+	if output == "" {
+		return
 	}
-	if err != nil {
-		o.Bad = append(o.Bad, OutputDiff{Output: r.Topic, Key: key, Field: "value",
+	if err := o.Outputs.Add(output, string(r.Key), r.Value); err != nil {
+		o.Bad = append(o.Bad, OutputDiff{Output: r.Topic, Key: string(r.Key), Field: "value",
 			Baseline: "", Candidate: "", Detail: fmt.Sprintf("%s output does not decode: %v", side, err)})
 	}
 }

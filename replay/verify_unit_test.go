@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/outdiff"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -78,16 +79,16 @@ func TestCompareOutputs(t *testing.T) {
 	st := func(status string, today int64) contract.BudgetStatus {
 		return contract.BudgetStatus{Status: status, Day: "2026-11-30", SpentTodayMicros: today, SpentLifetimeMicros: today}
 	}
-	base := outputs{
+	base := outputs{Outputs: outdiff.Outputs{
 		Status: map[string]contract.BudgetStatus{"a": st("active", 5), "b": st("active", 5), "c": st("active", 5), "gone": st("active", 1)},
 		Pacing: map[string]contract.Pacing{"a": {Rate: 0.5}, "b": {Rate: 0.5}},
 		Bid:    map[string]contract.BidMultiplier{"a": {Multiplier: 1.0}, "b": {Multiplier: 1.0}},
-	}
-	cand := outputs{
+	}}
+	cand := outputs{Outputs: outdiff.Outputs{
 		Status: map[string]contract.BudgetStatus{"a": st("active", 5), "b": st("daily_capped", 5), "c": st("active", 6), "new": st("active", 1)},
 		Pacing: map[string]contract.Pacing{"a": {Rate: 0.54}, "b": {Rate: 0.56}},
 		Bid:    map[string]contract.BidMultiplier{"a": {Multiplier: 1.04}, "b": {Multiplier: 0.9}},
-	}
+	}}
 	var got []string
 	for _, d := range compareOutputs(base, cand, th) {
 		got = append(got, d.Output+"/"+d.Key+"/"+d.Field+":"+d.Baseline+">"+d.Candidate)
