@@ -1,0 +1,153 @@
+package compare
+
+import (
+	"time"
+
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/outdiff"
+)
+
+// Source names a pipeline the engine reads: a live side (Target "") or a
+// dark target.
+type Source struct {
+	Side   contract.Side
+	Target string
+}
+
+// Live is the live side s; Dark the dark target name.
+func Live(s contract.Side) Source { return Source{Side: s} }
+
+// Dark is the dark target name.
+func Dark(name string) Source { return Source{Target: name} }
+
+func (s Source) String() string {
+	if s.Target != "" {
+		return "dark " + s.Target
+	}
+	return s.Side.String()
+}
+
+// Target is one dark target the engine judges: its name and the live side
+// whose input it copies.
+type Target struct {
+	Name   string
+	Source contract.Side
+}
+
+// Engine is the comparison's pure core. The shell feeds it every output
+// record and health sample with the time it was received, calls Round every
+// Rules.Interval and asks for the Report; nothing in it reads a clock or
+// does I/O. It is not safe for concurrent use: one goroutine owns it.
+type Engine struct {
+	rules   Rules
+	tol     outdiff.Tolerances
+	live    [2]*table // primary, standby
+	targets map[string]*targetState
+	health  [2]*healthLog
+}
+
+// NewEngine returns an engine with rules (Validate them first).
+func NewEngine(r Rules) *Engine {
+	return &Engine{
+		rules: r, tol: outdiff.Tolerances{PacingRateAbs: r.PacingRateAbs, BidMultiplierRel: r.BidMultiplierRel},
+		live:    [2]*table{newTable(), newTable()},
+		targets: map[string]*targetState{},
+		health:  [2]*healthLog{{}, {}},
+	}
+}
+
+// SetTargets replaces the judged targets: a new one starts empty, a removed
+// one is forgotten, a kept one keeps its data (its source may change).
+func (e *Engine) SetTargets(ts []Target) {
+	keep := map[string]bool{}
+	for _, t := range ts {
+		keep[t.Name] = true
+		if st, ok := e.targets[t.Name]; ok {
+			st.source = t.Source
+			continue
+		}
+		e.targets[t.Name] = newTargetState(t)
+	}
+	for name := range e.targets {
+		if !keep[name] {
+			delete(e.targets, name)
+		}
+	}
+}
+
+// Targets returns the judged targets.
+func (e *Engine) Targets() []Target {
+	out := make([]Target, 0, len(e.targets))
+	for _, st := range e.targets {
+		out = append(out, Target{Name: st.name, Source: st.source})
+	}
+	return out
+}
+
+// ObserveOutput takes one output record (output is outdiff.BudgetStatus,
+// Pacing or BidMultipliers) of src, received at at. A record that does not
+// decode is returned as an error and ignored. A dark target's clones
+// (contract.DarkCloneID) have no live counterpart and are not kept.
+func (e *Engine) ObserveOutput(src Source, output, key string, value []byte, at time.Time) error {
+	t := e.tableOf(src)
+	if t == nil {
+		return nil
+	}
+	if src.Target != "" {
+		if _, k := contract.DarkCampaignOf(key); k != 0 {
+			return nil
+		}
+	}
+	return t.add(output, key, value, at)
+}
+
+// ObserveHealth takes one health sample of src.
+func (e *Engine) ObserveHealth(src Source, s contract.HealthSample, at time.Time) {
+	if src.Target == "" {
+		if src.Side.Valid() {
+			e.health[sideIndex(src.Side)].add(s, at)
+		}
+		return
+	}
+	if st, ok := e.targets[src.Target]; ok {
+		st.health.add(s, at)
+	}
+}
+
+func (e *Engine) tableOf(src Source) *table {
+	if src.Target == "" {
+		if !src.Side.Valid() {
+			return nil
+		}
+		return e.live[sideIndex(src.Side)]
+	}
+	if st, ok := e.targets[src.Target]; ok {
+		return st.table
+	}
+	return nil
+}
+
+// Round compares, for every target, each sampled campaign's latest value of
+// every output that changed since it was last compared and has settled on
+// the pipelines compared, and forgets what is older than the horizon.
+func (e *Engine) Round(now time.Time) {
+	from := now.Add(-e.rules.Horizon)
+	for _, st := range e.targets {
+		st.round(e, now)
+		st.prune(from)
+	}
+	for _, h := range e.health {
+		h.prune(from)
+	}
+	for _, t := range e.live {
+		t.prune(from)
+	}
+}
+
+// sideIndex is 0 for the primary, 1 for the standby.
+func sideIndex(s contract.Side) int {
+	if s == contract.Standby {
+		return 1
+	}
+	return 0
+}

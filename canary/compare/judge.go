@@ -1,0 +1,158 @@
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/outdiff"
+)
+
+// Report judges every target over the horizon ending at now.
+func (e *Engine) Report(now time.Time) Report {
+	rep := Report{At: now.UTC(), Verdict: InsufficientData, Rules: e.rules}
+	names := make([]string, 0, len(e.targets))
+	for name := range e.targets {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for i, name := range names {
+		tr := e.judgeTarget(e.targets[name], now)
+		rep.Targets = append(rep.Targets, tr)
+		if i == 0 {
+			rep.Verdict = tr.Verdict
+		} else {
+			rep.Verdict = worse(rep.Verdict, tr.Verdict)
+		}
+	}
+	return rep
+}
+
+// judgeTarget: too few campaigns → insufficient data; any field or
+// resource regression → regression; a field short of points, or no new
+// point for Stale → insufficient data; else pass. Resources that cannot be
+// judged (too few samples, a rate mismatch) are shown, and do not hold back
+// a pass of the outputs.
+func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
+	tr := TargetReport{Name: st.name, Source: st.source.String(), Campaigns: len(st.campaigns), LastPoint: st.lastPoint,
+		Points: map[string]int{}, Resources: e.resources(st)}
+	noisePoints := map[string]int{}
+	counts := map[fieldKey]*fieldCount{}
+	for _, r := range st.rounds {
+		for o, n := range r.points {
+			tr.Points[o] += n
+		}
+		for o, n := range r.noisePoints {
+			noisePoints[o] += n
+		}
+		for k, fc := range r.fields {
+			sum := counts[k]
+			if sum == nil {
+				sum = &fieldCount{}
+				counts[k] = sum
+			}
+			sum.rawDiffs += fc.rawDiffs
+			sum.noiseDiffs += fc.noiseDiffs
+			sum.rawSize += fc.rawSize
+			sum.noiseSize += fc.noiseSize
+			sum.unexplained += fc.unexplained
+			sum.worst = worstOf(append(sum.worst, fc.worst...))
+		}
+	}
+	var regressions, short []string
+	for _, f := range outdiff.Fields() {
+		fr := e.judgeField(f, tr.Points[f.Output], noisePoints[f.Output], counts[fieldKey{f.Output, f.Name}])
+		tr.Fields = append(tr.Fields, fr)
+		switch fr.Verdict {
+		case Regression:
+			regressions = append(regressions, regressionReason(fr))
+		case InsufficientData:
+			if !slices.Contains(short, f.Output) {
+				short = append(short, f.Output)
+			}
+		}
+	}
+	for _, o := range short {
+		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%s: %d points compared, need %d", o, tr.Points[o], e.rules.MinPoints))
+	}
+	stale := st.lastPoint.IsZero() || now.Sub(st.lastPoint) > e.rules.Stale
+	if stale {
+		tr.Reasons = append(tr.Reasons, fmt.Sprintf("no new comparison for more than %s (last %s): is the dark target or its source side down?",
+			e.rules.Stale, lastText(st.lastPoint)))
+	}
+	if tr.Resources.Verdict == Regression {
+		regressions = append(regressions, "resources: "+strings.Join(tr.Resources.Reasons, "; "))
+	}
+	switch {
+	case tr.Campaigns < e.rules.MinCampaigns:
+		tr.Verdict = InsufficientData
+		tr.Reasons = append([]string{fmt.Sprintf("%d sampled campaigns compared, need %d", tr.Campaigns, e.rules.MinCampaigns)}, tr.Reasons...)
+	case len(regressions) > 0:
+		tr.Verdict, tr.Reasons = Regression, append(regressions, tr.Reasons...)
+	case len(short) > 0 || stale:
+		tr.Verdict = InsufficientData
+	default:
+		tr.Verdict = Pass
+	}
+	return tr
+}
+
+// judgeField applies the thresholds to one field's counts.
+func (e *Engine) judgeField(f outdiff.Field, points, noisePoints int, fc *fieldCount) FieldReport {
+	if fc == nil {
+		fc = &fieldCount{}
+	}
+	fr := FieldReport{Output: f.Output, Field: f.Name, Exact: f.Exact, RawPoints: points, RawDiffs: fc.rawDiffs,
+		NoisePoints: noisePoints, NoiseDiffs: fc.noiseDiffs, Unexplained: fc.unexplained, Worst: fc.worst}
+	if points > 0 {
+		fr.RawRate = float64(fc.rawDiffs) / float64(points)
+	}
+	if noisePoints > 0 {
+		fr.NoiseRate = float64(fc.noiseDiffs) / float64(noisePoints)
+	}
+	if fc.rawDiffs > 0 {
+		fr.RawMeanSize = fc.rawSize / float64(fc.rawDiffs)
+	}
+	if fc.noiseDiffs > 0 {
+		fr.NoiseMeanSize = fc.noiseSize / float64(fc.noiseDiffs)
+	}
+	excess := fr.RawRate - fr.NoiseRate
+	switch {
+	case points < e.rules.MinPoints:
+		fr.Verdict = InsufficientData
+	case f.Exact && fc.unexplained > 0:
+		fr.Verdict = Regression
+	case !f.Exact && excess > e.rules.Absolute && excess > e.rules.Relative*fr.RawRate:
+		fr.Verdict = Regression
+	default:
+		fr.Verdict = Pass
+	}
+	return fr
+}
+
+func regressionReason(fr FieldReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: dark differs from live on %d of %d points (%.1f%%), primary from standby on %d of %d (%.1f%%)",
+		fr.Output, fr.Field, fr.RawDiffs, fr.RawPoints, 100*fr.RawRate, fr.NoiseDiffs, fr.NoisePoints, 100*fr.NoiseRate)
+	if fr.Exact {
+		fmt.Fprintf(&b, "; %d not in the noise (exact field)", fr.Unexplained)
+	}
+	if len(fr.Worst) > 0 {
+		b.WriteString("; worst:")
+		for i, ex := range fr.Worst {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, " %s live %s dark %s", ex.Campaign, ex.Live, ex.Dark)
+		}
+	}
+	return b.String()
+}
+
+func lastText(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

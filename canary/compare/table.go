@@ -1,0 +1,93 @@
+package compare
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hotpair/hotpair/internal/outdiff"
+)
+
+// outputKey is one campaign's row of one output.
+type outputKey struct{ output, campaign string }
+
+// version is when a pipeline's latest value of a row arrived and was
+// written; seq numbers the values, so a round knows what it compared.
+type version struct {
+	received, updated time.Time
+	seq               uint64
+}
+
+// table is one pipeline's latest output values, with their versions.
+type table struct {
+	out outdiff.Outputs
+	ver map[outputKey]version
+	seq uint64
+}
+
+func newTable() *table { return &table{out: outdiff.NewOutputs(), ver: map[outputKey]version{}} }
+
+func (t *table) add(output, key string, value []byte, at time.Time) error {
+	switch output {
+	case outdiff.BudgetStatus, outdiff.Pacing, outdiff.BidMultipliers:
+	default:
+		return fmt.Errorf("%w: %q", ErrNotOutput, output)
+	}
+	if err := t.out.Add(output, key, value); err != nil {
+		return err
+	}
+	t.seq++
+	t.ver[outputKey{output, key}] = version{received: at, updated: t.updatedAt(output, key), seq: t.seq}
+	return nil
+}
+
+func (t *table) updatedAt(output, key string) time.Time {
+	switch output {
+	case outdiff.BudgetStatus:
+		return t.out.Status[key].UpdatedAt
+	case outdiff.Pacing:
+		return t.out.Pacing[key].UpdatedAt
+	}
+	return t.out.Bid[key].UpdatedAt
+}
+
+// diffs compares row k of a (the baseline: live, or the primary) with b's.
+func diffs(a, b *table, k outputKey, tol outdiff.Tolerances) []outdiff.Diff {
+	switch k.output {
+	case outdiff.BudgetStatus:
+		return outdiff.StatusDiffs(a.out.Status[k.campaign], b.out.Status[k.campaign])
+	case outdiff.Pacing:
+		return outdiff.PacingDiffs(a.out.Pacing[k.campaign], b.out.Pacing[k.campaign], tol)
+	}
+	return outdiff.BidDiffs(a.out.Bid[k.campaign], b.out.Bid[k.campaign], tol)
+}
+
+// prune forgets rows not updated since from: no round compares them again.
+func (t *table) prune(from time.Time) {
+	for k, v := range t.ver {
+		if v.received.Before(from) {
+			delete(t.ver, k)
+			switch k.output {
+			case outdiff.BudgetStatus:
+				delete(t.out.Status, k.campaign)
+			case outdiff.Pacing:
+				delete(t.out.Pacing, k.campaign)
+			default:
+				delete(t.out.Bid, k.campaign)
+			}
+		}
+	}
+}
+
+// aligned reports whether row k can be compared between a and b at now:
+// both have it, neither changed within settle, and both were written
+// within maxSkew of each other (so both applied the same spend window).
+func aligned(a, b *table, k outputKey, now time.Time, r Rules) (va, vb version, ok bool) {
+	va, okA := a.ver[k]
+	vb, okB := b.ver[k]
+	if !okA || !okB {
+		return va, vb, false
+	}
+	settled := now.Sub(va.received) >= r.Settle && now.Sub(vb.received) >= r.Settle
+	skew := va.updated.Sub(vb.updated)
+	return va, vb, settled && skew <= r.MaxSkew && -skew <= r.MaxSkew
+}
