@@ -83,10 +83,7 @@ func judgeStage(rr ResourceRules, stage contract.Stage, live, dark, prim, stby [
 			continue // e.g. CPU and memory from a build that does not report them
 		}
 		r := row(stage, m.name, l, d, get(prim, m.get), get(stby, m.get))
-		spread := 0.0
-		if !math.IsNaN(r.Primary) && !math.IsNaN(r.Standby) {
-			spread = outdiff.RelDiff(r.Primary, r.Standby)
-		}
+		spread := outdiff.RelDiff(r.Primary, r.Standby)
 		r.Limit = r.Live*(1+spread+m.increase(rr)) + m.slack(rr)
 		r.Verdict = Pass
 		if r.Dark > r.Limit && r.P < 1-rr.Confidence {
@@ -103,9 +100,15 @@ func judgeStage(rr ResourceRules, stage contract.Stage, live, dark, prim, stby [
 	return verdict, reason, rows
 }
 
+// row is one metric's medians; a live side without samples shows 0 (JSON
+// has no NaN), and then gives no spread.
 func row(stage contract.Stage, metric string, live, dark, prim, stby []float64) ResourceRow {
-	return ResourceRow{Stage: stage.String(), Metric: metric, Live: median(live), Dark: median(dark),
+	r := ResourceRow{Stage: stage.String(), Metric: metric, Live: median(live), Dark: median(dark),
 		Primary: median(prim), Standby: median(stby), P: mannWhitneyP(live, dark), LiveN: len(live), DarkN: len(dark)}
+	if len(prim) == 0 || len(stby) == 0 {
+		r.Primary, r.Standby = 0, 0
+	}
+	return r
 }
 
 // fmtFigure prints a figure in the metric's unit.

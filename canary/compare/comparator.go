@@ -1,0 +1,373 @@
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/changes"
+	"github.com/hotpair/hotpair/internal/httpserver"
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/outdiff"
+	"github.com/hotpair/hotpair/internal/zkutil"
+)
+
+// Options configure a Comparator.
+type Options struct {
+	// Config is the comparator's configuration (LoadConfig, or
+	// DefaultConfig with clusters and targets filled in).
+	Config Config
+
+	// Injected dependencies.
+
+	// Logger receives the comparator's logs. Default: discard.
+	Logger *slog.Logger
+	// Registerer receives the hotpair_dark_* metrics. Default: a new registry.
+	Registerer prometheus.Registerer
+	// Gatherer serves /metrics on the comparator's own listener. Default:
+	// Registerer when it is a Gatherer.
+	Gatherer prometheus.Gatherer
+	// KafkaOptions are extra franz-go options for every Kafka client.
+	KafkaOptions []kgo.Opt
+}
+
+// Comparator is the dark comparison daemon: it reads the outputs and the
+// health samples of both live sides and every dark target, runs a
+// comparison round every interval and keeps the latest Report. A
+// Comparator runs once; cancelling Run's ctx stops it.
+type Comparator struct {
+	cfg      Config
+	log      *slog.Logger
+	m        *metrics
+	gather   prometheus.Gatherer
+	kopts    []kgo.Opt
+	live     [2]kafka.Cluster
+	liveT    contract.Topics
+	darkAuth *contract.KafkaAuth
+	static   map[string]targetSpec
+	zkCreds  *contract.Credentials
+
+	mu     sync.Mutex // owns engine
+	engine *Engine
+
+	report   atomic.Pointer[Report]
+	httpAddr atomic.Pointer[string]
+	ran      atomic.Bool
+	// changes tells waiters (tests, embedders) that a round ran.
+	changes changes.Feed
+}
+
+// targetSpec is a dark target as the readers need it.
+type targetSpec struct {
+	Target
+	cluster kafka.Cluster
+}
+
+// New validates the options and returns a Comparator ready to Run.
+func New(o Options) (*Comparator, error) {
+	if err := o.Config.Validate(); err != nil {
+		return nil, err
+	}
+	live, err := o.Config.clusters()
+	if err != nil {
+		return nil, err
+	}
+	darkAuth, err := o.Config.DarkKafka.Load("dark_kafka.", nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	creds, err := o.Config.ZK.credentials()
+	if err != nil {
+		return nil, err
+	}
+	static := map[string]targetSpec{}
+	for i, t := range o.Config.Targets {
+		auth, err := t.Kafka.Load(fmt.Sprintf("targets[%d].", i), nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		src := contract.Primary
+		if t.Source != "" {
+			src, _ = contract.ParseSide(t.Source)
+		}
+		static[t.Name] = targetSpec{Target{t.Name, src}, kafka.Cluster{Name: "dark " + t.Name, Brokers: t.Brokers, Auth: auth}}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer == nil {
+		r := prometheus.NewRegistry()
+		o.Registerer, o.Gatherer = r, r
+	}
+	if o.Gatherer == nil {
+		o.Gatherer, _ = o.Registerer.(prometheus.Gatherer)
+	}
+	c := &Comparator{cfg: o.Config, log: o.Logger, m: newMetrics(o.Registerer), gather: o.Gatherer, kopts: o.KafkaOptions,
+		live: live, liveT: contract.TopicsWithPrefix(o.Config.TopicPrefix), darkAuth: darkAuth, static: static, zkCreds: creds,
+		engine: NewEngine(o.Config.Rules)}
+	rep := c.engine.Report(time.Now())
+	c.report.Store(&rep)
+	return c, nil
+}
+
+// Report returns the latest round's report.
+func (c *Comparator) Report() Report { return *c.report.Load() }
+
+// Changes returns a channel closed at the next round.
+func (c *Comparator) Changes() <-chan struct{} { return c.changes.Next() }
+
+// Until waits until cond holds on the latest report, checking after every
+// round, or until ctx ends.
+func (c *Comparator) Until(ctx context.Context, cond func(Report) bool) error {
+	return c.changes.Until(ctx, func() bool { return cond(c.Report()) })
+}
+
+// HTTPAddr is the address the comparator serves on, once Run listens ("" before).
+func (c *Comparator) HTTPAddr() string {
+	if p := c.httpAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Run reads, compares and serves until ctx ends. Order: the HTTP listener
+// (a bad address fails Run at once), the live readers, then every interval
+// the target list (ZooKeeper and config) with a reader per target, and a
+// round.
+func (c *Comparator) Run(ctx context.Context) error {
+	if c.ran.Swap(true) {
+		return errors.New("compare: a Comparator runs once")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if c.cfg.HTTP.Listen != "off" {
+		srv, err := httpserver.Listen(c.cfg.HTTP.Listen, c.Handler())
+		if err != nil {
+			return fmt.Errorf("compare: http.listen: %w", err)
+		}
+		addr := srv.Addr().String()
+		c.httpAddr.Store(&addr)
+		wg.Go(func() {
+			if err := srv.Serve(ctx); err != nil {
+				c.log.Error("the HTTP server stopped", "err", err)
+			}
+		})
+	}
+	for i, cl := range c.live {
+		src := Live(contract.Sides()[i])
+		wg.Go(func() { c.read(ctx, src, cl, c.liveT) })
+	}
+	var sess *zkutil.Session
+	if len(c.cfg.ZK.Servers) > 0 {
+		s, err := zkutil.Open(zkutil.Options{Servers: c.cfg.ZK.Servers, SessionTimeout: c.cfg.ZK.SessionTimeout, Auth: c.zkCreds, Logger: c.log})
+		if err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+		defer s.Close()
+		sess = s
+	}
+	readers := map[string]*targetReader{}
+	defer func() {
+		for _, r := range readers {
+			r.stop()
+		}
+	}()
+	tick := time.NewTicker(c.cfg.Interval)
+	defer tick.Stop()
+	for {
+		targets := c.targets(sess, readers)
+		c.follow(ctx, &wg, targets, readers)
+		c.round(targets)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// targetReader reads one dark target's topics until stopped.
+type targetReader struct {
+	spec targetSpec
+	stop context.CancelFunc
+}
+
+// follow starts a reader for every new target (or one whose brokers
+// changed) and stops the readers of targets that went away.
+func (c *Comparator) follow(ctx context.Context, wg *sync.WaitGroup, targets []targetSpec, readers map[string]*targetReader) {
+	for _, t := range targets {
+		if r, ok := readers[t.Name]; ok && slices.Equal(r.spec.cluster.Brokers, t.cluster.Brokers) {
+			continue
+		} else if ok {
+			r.stop()
+		}
+		rctx, stop := context.WithCancel(ctx)
+		readers[t.Name] = &targetReader{spec: t, stop: stop}
+		c.log.Info("comparing a dark target", "target", t.Name, "source", t.Source, "brokers", t.cluster.Brokers)
+		wg.Go(func() { c.read(rctx, Dark(t.Name), t.cluster, contract.TopicsWithPrefix(contract.DarkPrefix(t.Name))) })
+	}
+	for name, r := range readers {
+		if !slices.ContainsFunc(targets, func(t targetSpec) bool { return t.Name == name }) {
+			c.log.Info("no longer comparing a dark target", "target", name)
+			r.stop()
+			delete(readers, name)
+		}
+	}
+}
+
+// round runs one comparison round and publishes its report.
+func (c *Comparator) round(targets []targetSpec) {
+	ts := make([]Target, len(targets))
+	for i, t := range targets {
+		ts[i] = t.Target
+	}
+	now := time.Now()
+	c.mu.Lock()
+	c.engine.SetTargets(ts)
+	c.engine.Round(now)
+	rep := c.engine.Report(now)
+	c.mu.Unlock()
+	c.report.Store(&rep)
+	c.m.update(rep)
+	c.changes.Notify()
+}
+
+// read follows one pipeline's outputs and health from the horizon's start.
+func (c *Comparator) read(ctx context.Context, src Source, cl kafka.Cluster, t contract.Topics) {
+	topics := map[string]string{t.BudgetStatus: outdiff.BudgetStatus, t.Pacing: outdiff.Pacing, t.BidMultipliers: outdiff.BidMultipliers, t.Health: ""}
+	from := time.Now().Add(-c.cfg.Horizon)
+	opts := append([]kgo.Opt{kgo.ConsumeTopics(t.BudgetStatus, t.Pacing, t.BidMultipliers, t.Health),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(from.UnixMilli()))}, c.kopts...)
+	client, err := kafka.NewClient(cl, "hotpair-dark-compare", opts...)
+	if err != nil {
+		c.log.Error("cannot read a pipeline", "pipeline", src.String(), "err", err)
+		return
+	}
+	defer client.Close()
+	label := src.String()
+	for {
+		fs := client.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			c.log.Debug("fetch error", "pipeline", label, "topic", topic, "partition", p, "err", err)
+		})
+		at := time.Now()
+		c.mu.Lock()
+		fs.EachRecord(func(r *kgo.Record) {
+			output := topics[r.Topic]
+			var err error
+			if r.Topic == t.Health {
+				var s contract.HealthSample
+				if s, err = decodeSample(r.Value); err == nil {
+					c.engine.ObserveHealth(src, s, at)
+				}
+			} else if r.Value != nil {
+				err = c.engine.ObserveOutput(src, output, string(r.Key), r.Value, at)
+			}
+			c.m.records.WithLabelValues(label).Inc()
+			if err != nil {
+				c.m.badRecords.WithLabelValues(label).Inc()
+			}
+		})
+		c.mu.Unlock()
+	}
+}
+
+// decodeSample decodes a health sample with its dead letters and resources.
+// contract.DecodeHealthSample does not read those two fields yet (the dark
+// pipelines' codec adds them); until it does they are read here.
+func decodeSample(b []byte) (contract.HealthSample, error) {
+	s, err := contract.DecodeHealthSample(b)
+	if err != nil || s.Resources != nil || s.DeadLetters != 0 {
+		return s, err
+	}
+	var extra struct {
+		DeadLetters int64                       `json:"dead_letters"`
+		Resources   *contract.InstanceResources `json:"resources"`
+	}
+	if json.Unmarshal(b, &extra) == nil && extra.DeadLetters >= 0 {
+		s.DeadLetters, s.Resources = extra.DeadLetters, extra.Resources
+	}
+	return s, nil
+}
+
+// targets returns the targets to judge: the config's, and the enabled
+// documents under /dark in ZooKeeper. When ZooKeeper cannot be read the
+// targets being read stay (logged and counted), so a ZooKeeper outage does
+// not empty the report.
+func (c *Comparator) targets(sess *zkutil.Session, readers map[string]*targetReader) []targetSpec {
+	var out []targetSpec
+	for _, t := range c.static {
+		out = append(out, t)
+	}
+	if sess != nil {
+		docs, err := c.readTargets(sess)
+		if err != nil {
+			c.m.zkErrors.Inc()
+			c.log.Warn("cannot read the dark targets from ZooKeeper: keeping the ones being compared", "err", err)
+			for name, r := range readers {
+				if _, ok := c.static[name]; !ok {
+					out = append(out, r.spec)
+				}
+			}
+		}
+		for _, d := range docs {
+			if _, ok := c.static[d.Name]; !ok {
+				out = append(out, targetSpec{Target{d.Name, d.Source}, kafka.Cluster{Name: "dark " + d.Name, Brokers: d.Brokers, Auth: c.darkAuth}})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b targetSpec) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// readTargets reads every active dark target document.
+func (c *Comparator) readTargets(sess *zkutil.Session) ([]contract.DarkTarget, error) {
+	if !sess.Usable() {
+		return nil, errors.New("no ZooKeeper session")
+	}
+	paths := contract.NewPaths(c.cfg.ZK.Root)
+	names, _, err := sess.Conn().Children(paths.DarkDir())
+	if err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	now := time.Now()
+	var out []contract.DarkTarget
+	for _, name := range names {
+		b, _, err := sess.Conn().Get(paths.Dark(name))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		d, err := contract.DecodeDarkTarget(b)
+		if err != nil {
+			c.log.Warn("ignoring a dark target document that does not decode", "path", paths.Dark(name), "err", err)
+			continue
+		}
+		if d.ActiveAt(now) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
