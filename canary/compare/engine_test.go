@@ -89,7 +89,7 @@ func TestChangedRuleOnSomeCampaignsRegresses(t *testing.T) {
 		t.Fatalf("verdict %s, want regression", rep.Verdict)
 	}
 	reasons := strings.Join(rep.Targets[0].Reasons, "\n")
-	for _, want := range []string{"bid-multipliers multiplier", "12 of 60 points (20.0%)", "c-000 live 1 dark 1.5", "c-025 live 1 dark 1.5"} {
+	for _, want := range []string{"bid-multipliers multiplier", "12 of 60 points (20.0%)", "c-000 live 1 dark 1.5", "c-020 live 1 dark 1.5"} {
 		if !strings.Contains(reasons, want) {
 			t.Errorf("reasons do not say %q:\n%s", want, reasons)
 		}

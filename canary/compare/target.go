@@ -2,6 +2,7 @@ package compare
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
@@ -118,7 +119,7 @@ func worstOf(exs []Example) []Example {
 		case !a.At.Equal(b.At):
 			return b.At.Compare(a.At)
 		}
-		return 0
+		return strings.Compare(a.Campaign, b.Campaign)
 	})
 	var out []Example
 	for _, ex := range exs {
