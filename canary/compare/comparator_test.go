@@ -1,0 +1,159 @@
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hotpair/hotpair/canary/compare/comparetest"
+)
+
+// fastRules compare within moments: rounds every 100ms, values settled
+// after 200ms; 30 campaigns written twice give 60 points.
+func fastRules() Rules {
+	r := DefaultRules()
+	r.Interval, r.Settle, r.Horizon, r.Stale = 100*time.Millisecond, 200*time.Millisecond, time.Minute, 30*time.Second
+	return r
+}
+
+func startComparator(t *testing.T, p *comparetest.Pipelines) (*Comparator, *prometheus.Registry) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Rules = fastRules()
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Clusters.Primary.Brokers = p.Primary.ListenAddrs()
+	cfg.Clusters.Standby.Brokers = p.Standby.ListenAddrs()
+	cfg.Targets = []TargetConfig{{Name: p.Target, Source: "primary", Brokers: p.Dark.ListenAddrs()}}
+	reg := prometheus.NewRegistry()
+	c, err := New(Options{Config: cfg, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return c, reg
+}
+
+// settle waits until the report has compared want points of every output.
+func settle(t *testing.T, c *Comparator, want int) Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := c.Until(ctx, func(r Report) bool {
+		if len(r.Targets) == 0 {
+			return false
+		}
+		for _, o := range []string{"budget-status", "pacing", "bid-multipliers"} {
+			if r.Targets[0].Points[o] < want {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatalf("the comparator did not compare %d points of each output: %v; report %+v", want, err, c.Report().Targets)
+	}
+	return c.Report()
+}
+
+// writeTwice writes two updates of n campaigns, the second once the first
+// was compared.
+func writeTwice(t *testing.T, c *Comparator, p *comparetest.Pipelines, n int, change func(string, int, comparetest.Row) comparetest.Row) Report {
+	p.Write(t, n, change)
+	settle(t, c, n)
+	p.Write(t, n, func(pipeline string, i int, r comparetest.Row) comparetest.Row {
+		r.Spent += 1000
+		if change != nil {
+			return change(pipeline, i, r)
+		}
+		return r
+	})
+	return settle(t, c, 2*n)
+}
+
+func TestComparatorOnThreeClusters(t *testing.T) {
+	t.Run("equal outputs pass", func(t *testing.T) {
+		p := comparetest.Start(t, "cand")
+		c, reg := startComparator(t, p)
+		rep := writeTwice(t, c, p, 30, nil)
+		if rep.Verdict != Pass {
+			t.Fatalf("verdict %s, reasons %v", rep.Verdict, rep.Targets[0].Reasons)
+		}
+		if got := gaugeValue(t, reg, "hotpair_dark_verdict", "cand", "pass"); got != 1 {
+			t.Fatalf("hotpair_dark_verdict{verdict=pass} = %v", got)
+		}
+		// The API answers the same report.
+		resp, err := http.Get("http://" + c.HTTPAddr() + "/api/v1/dark")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var api Report
+		if err := json.NewDecoder(resp.Body).Decode(&api); err != nil || api.Verdict != Pass || api.Targets[0].Campaigns != 30 {
+			t.Fatalf("GET /api/v1/dark: %v %+v", err, api)
+		}
+		page, err := http.Get("http://" + c.HTTPAddr() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer page.Body.Close()
+		html, _ := io.ReadAll(page.Body)
+		if !strings.Contains(string(html), `id="dark-verdict">pass<`) || !strings.Contains(string(html), `id="dark-cand"`) {
+			t.Fatalf("the page does not show the verdict:\n%s", html)
+		}
+	})
+	t.Run("a changed rule on some campaigns regresses", func(t *testing.T) {
+		p := comparetest.Start(t, "cand")
+		c, _ := startComparator(t, p)
+		rep := writeTwice(t, c, p, 30, func(pipeline string, i int, r comparetest.Row) comparetest.Row {
+			if pipeline == "dark" && i%6 == 0 {
+				r.Rate = 0.9
+			}
+			return r
+		})
+		if rep.Verdict != Regression {
+			t.Fatalf("verdict %s, reasons %v", rep.Verdict, rep.Targets[0].Reasons)
+		}
+		reasons := strings.Join(rep.Targets[0].Reasons, "\n")
+		for _, want := range []string{"pacing rate", "c-000 live 0.5 dark 0.9", "c-024 live 0.5 dark 0.9"} {
+			if !strings.Contains(reasons, want) {
+				t.Errorf("reasons do not name %q:\n%s", want, reasons)
+			}
+		}
+	})
+}
+
+// gaugeValue is the value of the gauge name with exactly these label values.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			var vals []string
+			for _, l := range m.Label {
+				vals = append(vals, l.GetValue())
+			}
+			if mf.GetName() == name && strings.Join(vals, ",") == strings.Join(labels, ",") {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s%v", name, labels)
+	return 0
+}

@@ -1,0 +1,99 @@
+// Package comparetest feeds the dark comparator in tests: three kfake
+// clusters (primary, standby, one dark target) with the compared topics,
+// and constructed output records written to them.
+package comparetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafkatest"
+)
+
+// Pipelines are the three clusters: live primary and standby, and the dark
+// target's, whose topics carry the prefix dark.<Target>.
+type Pipelines struct {
+	Target                 string
+	Primary, Standby, Dark *kfake.Cluster
+}
+
+// Start starts the clusters with every compared topic (3 partitions).
+func Start(t testing.TB, target string) *Pipelines {
+	t.Helper()
+	p := &Pipelines{Target: target, Primary: kafkatest.Cluster(t), Standby: kafkatest.Cluster(t), Dark: kafkatest.Cluster(t)}
+	for _, c := range []struct {
+		cl     *kfake.Cluster
+		prefix string
+	}{{p.Primary, ""}, {p.Standby, ""}, {p.Dark, contract.DarkPrefix(target)}} {
+		tp := contract.TopicsWithPrefix(c.prefix)
+		specs := []kafka.TopicSpec{{Name: tp.BudgetStatus, Compacted: true}, {Name: tp.Pacing, Compacted: true},
+			{Name: tp.BidMultipliers, Compacted: true}, {Name: tp.Health}}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := kafka.EnsureTopics(ctx, kafka.Cluster{Brokers: c.cl.ListenAddrs()}, 3, 1, specs...)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// Row is one campaign's outputs.
+type Row struct {
+	Status string
+	Spent  int64
+	Rate   float64
+	Mult   float64
+}
+
+// Good is the row every pipeline writes unless a test changes it.
+func Good() Row { return Row{Status: "active", Spent: 5000, Rate: 0.5, Mult: 1} }
+
+// Write writes n campaigns' outputs (campaign ids c-000…) to all three
+// pipelines, all written at the same moment; change, when set, gives each
+// pipeline's row ("primary", "standby" or "dark").
+func (p *Pipelines) Write(t testing.TB, n int, change func(pipeline string, i int, r Row) Row) {
+	t.Helper()
+	at := time.Now().UTC()
+	for _, c := range []struct {
+		name   string
+		cl     *kfake.Cluster
+		prefix string
+	}{{"primary", p.Primary, ""}, {"standby", p.Standby, ""}, {"dark", p.Dark, contract.DarkPrefix(p.Target)}} {
+		tp := contract.TopicsWithPrefix(c.prefix)
+		cl := kafkatest.Client(t, c.cl.ListenAddrs(), kgo.ProducerLinger(time.Millisecond))
+		var recs []*kgo.Record
+		for i := range n {
+			r := Good()
+			if change != nil {
+				r = change(c.name, i, r)
+			}
+			camp := fmt.Sprintf("c-%03d", i)
+			for topic, v := range map[string]any{
+				tp.BudgetStatus: contract.BudgetStatus{V: 1, Campaign: camp, Status: r.Status, Day: at.Format("2006-01-02"),
+					SpentTodayMicros: r.Spent, SpentLifetimeMicros: r.Spent, UpdatedAt: at},
+				tp.Pacing:         contract.Pacing{V: 1, Campaign: camp, Rate: r.Rate, UpdatedAt: at},
+				tp.BidMultipliers: contract.BidMultiplier{V: 1, Campaign: camp, Multiplier: r.Mult, UpdatedAt: at},
+			} {
+				b, err := contract.Encode(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(camp), Value: b})
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := cl.ProduceSync(ctx, recs...).FirstErr()
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
