@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hotpair/hotpair/canary/compare"
 	"github.com/hotpair/hotpair/canary/dispatch"
 	"github.com/hotpair/hotpair/internal/yamlconf"
 	"github.com/hotpair/hotpair/monitor"
@@ -58,6 +59,15 @@ var configKinds = []configKind{
 			_, err = c.Config() // reads zk.auth_file and the security blocks' files
 			return err
 		}},
+	{name: "dark-compare", keys: []string{"targets", "dark_kafka", "settle", "max_skew", "horizon", "stale", "min_points", "min_campaigns", "relative", "absolute"},
+		check: func(path string) error {
+			c, err := compare.LoadConfig(path)
+			if err != nil {
+				return err
+			}
+			_, err = compare.New(compare.Options{Config: c}) // reads the files the security blocks name
+			return err
+		}},
 }
 
 // checkableCommands are the command lines `config check -- COMMAND…`
@@ -69,6 +79,7 @@ var checkableCommands = []checkable{
 	{[]string{"selectord"}, runSelectord},
 	{[]string{"replay", "play"}, runReplayPlay},
 	{[]string{"dark", "dispatch"}, runDarkDispatch},
+	{[]string{"dark", "compare"}, runDarkCompare},
 }
 
 type checkable struct {

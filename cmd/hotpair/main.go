@@ -37,7 +37,7 @@ var commands = []command{
 	{"fault", "inject, heal and list faults in a running sandbox", runFault},
 	{"zookeeper", "run a local Apache ZooKeeper server on a free loopback port (development)", runZookeeper},
 	{"bench", "measure a side's pipeline end to end against bare goka and raw franz-go ('bench pipeline')", runBench},
-	{"dark", "the dark canary: feed a candidate build a copy of live traffic ('dark dispatch', 'dark set|clear|status')", runDark},
+	{"dark", "the dark canary: feed a candidate build a copy of live traffic ('dark dispatch', 'dark set|clear|status'), judge it ('dark compare', 'dark report')", runDark},
 	{"replay", "record, inspect, retime and play topic traffic; verify a candidate pipeline build", runReplay},
 	{"version", "print the build version", runVersion},
 }
