@@ -136,6 +136,44 @@ func TestComparatorOnThreeClusters(t *testing.T) {
 	})
 }
 
+// A candidate with equal outputs that needs twice the CPU per event fails
+// on its health samples, with the figures side by side; the same costs pass.
+func TestComparatorResourcesOnThreeClusters(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		cpu     float64
+		verdict Verdict
+	}{{"same costs", 0.5, Pass}, {"twice the CPU", 1.0, Regression}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := comparetest.Start(t, "cand")
+			c, reg := startComparator(t, p)
+			live := comparetest.Cost{Events: 5000, CPU: 0.5, RSSMiB: 200, LagMs: 20}
+			dark := live
+			dark.CPU = tt.cpu
+			p.WriteHealth(t, 8, 2, live, dark)
+			writeTwice(t, c, p, 30, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := c.Until(ctx, func(r Report) bool { return r.Targets[0].Resources.Verdict != InsufficientData }); err != nil {
+				t.Fatalf("the health samples were not judged: %v", c.Report().Targets[0].Resources)
+			}
+			rep := c.Report()
+			if rep.Verdict != tt.verdict {
+				t.Fatalf("verdict %s, want %s: %v", rep.Verdict, tt.verdict, rep.Targets[0].Reasons)
+			}
+			if tt.verdict == Regression {
+				reasons := strings.Join(rep.Targets[0].Reasons, "\n")
+				if !strings.Contains(reasons, "aggregator cpu_seconds_per_1k_events: dark 0.2000 CPU-s/1k ev, live 0.1000 CPU-s/1k ev") {
+					t.Fatalf("reasons lack the figures side by side:\n%s", reasons)
+				}
+				if got := gaugeValue(t, reg, "hotpair_dark_resource_ratio", "cpu_seconds_per_1k_events", "aggregator", "cand"); got < 1.9 || got > 2.1 {
+					t.Fatalf("hotpair_dark_resource_ratio %v, want 2", got)
+				}
+			}
+		})
+	}
+}
+
 // gaugeValue is the value of the gauge name with exactly these label values.
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()

@@ -97,3 +97,53 @@ func (p *Pipelines) Write(t testing.TB, n int, change func(pipeline string, i in
 		}
 	}
 }
+
+// Cost is what an instance uses per health window.
+type Cost struct {
+	Events int64
+	CPU    float64 // seconds
+	RSSMiB int64
+	LagMs  int64
+}
+
+// WriteHealth writes, to each pipeline's health topic, windows health
+// windows of the aggregator of instances instances with cost (dark gets
+// darkCost), the CPU varying by ±2% between windows.
+func (p *Pipelines) WriteHealth(t testing.TB, windows, instances int, cost, darkCost Cost) {
+	t.Helper()
+	start := time.Now().Add(-time.Duration(windows) * 5 * time.Second).UTC()
+	for _, c := range []struct {
+		side   contract.Side
+		role   contract.Role
+		cl     *kfake.Cluster
+		prefix string
+		cost   Cost
+	}{{contract.Primary, contract.RoleLive, p.Primary, "", cost}, {contract.Standby, contract.RoleLive, p.Standby, "", cost},
+		{contract.Primary, contract.RoleDark, p.Dark, contract.DarkPrefix(p.Target), darkCost}} {
+		var recs []*kgo.Record
+		for w := range windows {
+			for i := range instances {
+				s := contract.HealthSample{V: 1, Service: contract.StageAggregator, Side: c.side, Role: c.role,
+					Instance: fmt.Sprintf("i-%d", i), Partitions: []int32{0}, TopicPartitions: 3,
+					WindowStart: start.Add(time.Duration(w) * 5 * time.Second), WindowEnd: start.Add(time.Duration(w+1) * 5 * time.Second),
+					Events: c.cost.Events, LagMsMax: c.cost.LagMs,
+					Resources: &contract.InstanceResources{CPUSeconds: c.cost.CPU * (1 + float64(w%3-1)*0.02), RSSBytes: c.cost.RSSMiB << 20}}
+				for range c.cost.Events {
+					s.LagMs.Observe(c.cost.LagMs)
+				}
+				b, err := contract.Encode(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				recs = append(recs, &kgo.Record{Topic: contract.TopicsWithPrefix(c.prefix).Health, Key: []byte(s.Key()), Value: b})
+			}
+		}
+		cl := kafkatest.Client(t, c.cl.ListenAddrs(), kgo.ProducerLinger(time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := cl.ProduceSync(ctx, recs...).FirstErr()
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
