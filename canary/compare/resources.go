@@ -88,7 +88,7 @@ func judgeStage(rr ResourceRules, stage contract.Stage, live, dark, prim, stby [
 		r.Verdict = Pass
 		if r.Dark > r.Limit && r.P < 1-rr.Confidence {
 			r.Verdict, verdict = Regression, Regression
-			reason += fmt.Sprintf("%s %s: dark %s, live %s (limit %s, primary %s, standby %s; Mann-Whitney p=%.4f over %d dark and %d live windows); ",
+			reason += fmt.Sprintf("%s %s: dark %s, live %s (limit %s, primary %s, standby %s; Mann-Whitney p=%.2g over %d dark and %d live windows); ",
 				stage, m.name, fmtFigure(m.name, r.Dark), fmtFigure(m.name, r.Live), fmtFigure(m.name, r.Limit),
 				fmtFigure(m.name, r.Primary), fmtFigure(m.name, r.Standby), r.P, r.DarkN, r.LiveN)
 		}
