@@ -69,10 +69,13 @@ func settle(t *testing.T, c *Comparator, want int) Report {
 	return c.Report()
 }
 
-// writeTwice writes two updates of n campaigns, the second once the first
-// was compared.
-func writeTwice(t *testing.T, c *Comparator, p *comparetest.Pipelines, n int, change func(string, int, comparetest.Row) comparetest.Row) Report {
+// writeTwice writes two updates of n campaigns: the first before the
+// comparator starts (its readers start at the horizon, so they find them),
+// the second once the first was compared.
+func writeTwice(t *testing.T, p *comparetest.Pipelines, n int, change func(string, int, comparetest.Row) comparetest.Row, start func() *Comparator) (*Comparator, Report) {
+	t.Helper()
 	p.Write(t, n, change)
+	c := start()
 	settle(t, c, n)
 	p.Write(t, n, func(pipeline string, i int, r comparetest.Row) comparetest.Row {
 		r.Spent += 1000
@@ -81,14 +84,14 @@ func writeTwice(t *testing.T, c *Comparator, p *comparetest.Pipelines, n int, ch
 		}
 		return r
 	})
-	return settle(t, c, 2*n)
+	return c, settle(t, c, 2*n)
 }
 
 func TestComparatorOnThreeClusters(t *testing.T) {
 	t.Run("equal outputs pass", func(t *testing.T) {
 		p := comparetest.Start(t, "cand")
-		c, reg := startComparator(t, p)
-		rep := writeTwice(t, c, p, 30, nil)
+		var reg *prometheus.Registry
+		c, rep := writeTwice(t, p, 30, nil, func() (c *Comparator) { c, reg = startComparator(t, p); return c })
 		if rep.Verdict != Pass {
 			t.Fatalf("verdict %s, reasons %v", rep.Verdict, rep.Targets[0].Reasons)
 		}
@@ -117,13 +120,12 @@ func TestComparatorOnThreeClusters(t *testing.T) {
 	})
 	t.Run("a changed rule on some campaigns regresses", func(t *testing.T) {
 		p := comparetest.Start(t, "cand")
-		c, _ := startComparator(t, p)
-		rep := writeTwice(t, c, p, 30, func(pipeline string, i int, r comparetest.Row) comparetest.Row {
+		_, rep := writeTwice(t, p, 30, func(pipeline string, i int, r comparetest.Row) comparetest.Row {
 			if pipeline == "dark" && i%6 == 0 {
 				r.Rate = 0.9
 			}
 			return r
-		})
+		}, func() *Comparator { c, _ := startComparator(t, p); return c })
 		if rep.Verdict != Regression {
 			t.Fatalf("verdict %s, reasons %v", rep.Verdict, rep.Targets[0].Reasons)
 		}
@@ -146,12 +148,12 @@ func TestComparatorResourcesOnThreeClusters(t *testing.T) {
 	}{{"same costs", 0.5, Pass}, {"twice the CPU", 1.0, Regression}} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := comparetest.Start(t, "cand")
-			c, reg := startComparator(t, p)
 			live := comparetest.Cost{Events: 5000, CPU: 0.5, RSSMiB: 200, LagMs: 20}
 			dark := live
 			dark.CPU = tt.cpu
 			p.WriteHealth(t, 8, 2, live, dark)
-			writeTwice(t, c, p, 30, nil)
+			var reg *prometheus.Registry
+			c, _ := writeTwice(t, p, 30, nil, func() (c *Comparator) { c, reg = startComparator(t, p); return c })
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := c.Until(ctx, func(r Report) bool { return r.Targets[0].Resources.Verdict != InsufficientData }); err != nil {

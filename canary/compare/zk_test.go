@@ -43,17 +43,18 @@ func TestComparatorFollowsTargetsInZooKeeper(t *testing.T) {
 	cfg.ZK.Servers, cfg.ZK.Root = []string{addr}, root
 	cfg.Clusters.Primary.Brokers = p.Primary.ListenAddrs()
 	cfg.Clusters.Standby.Brokers = p.Standby.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	c, err := New(Options{Config: cfg, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-
-	rep := writeTwice(t, c, p, 30, nil)
+	c, rep := writeTwice(t, p, 30, nil, func() *Comparator {
+		go func() { done <- c.Run(ctx) }()
+		return c
+	})
 	if len(rep.Targets) != 1 || rep.Targets[0].Name != "cand" || rep.Targets[0].Source != "standby" || rep.Verdict != Pass {
 		t.Fatalf("report %+v", rep)
 	}
