@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/canary/compare"
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/yamlconf"
@@ -33,6 +34,8 @@ type Config struct {
 	HTTP     HTTPConfig    `yaml:"http"`
 	History  HistoryConfig `yaml:"history"`
 	Record   RecordConfig  `yaml:"record"`
+	// Dark runs a replica of the dark canary's comparator in this process.
+	Dark DarkConfig `yaml:"dark"`
 
 	core.Config `yaml:",inline"`
 }
@@ -103,6 +106,33 @@ type RecordConfig struct {
 	Replication int16 `yaml:"replication"`
 }
 
+// DarkConfig runs one replica of the dark canary's comparator
+// (canary/compare) inside the monitor, off by default. It uses the monitor's
+// ZooKeeper ensemble (the targets under /dark), clusters and topic prefix;
+// its section shows on the on-call page and its report at /api/v1/dark.
+// The comparison keys (interval, settle, relative, resources, …) are those
+// of `hotpair dark compare`'s config, under dark: (docs/dark.md).
+type DarkConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// DarkKafka is the TLS and SASL of the dark targets' clusters.
+	DarkKafka contract.KafkaSecurity `yaml:"dark_kafka"`
+	// Targets are judged whatever ZooKeeper says.
+	Targets       []compare.TargetConfig `yaml:"targets"`
+	compare.Rules `yaml:",inline"`
+}
+
+// compareConfig is the comparator's config from the monitor's: its HTTP
+// listener off (the monitor serves its report).
+func (c Config) compareConfig() compare.Config {
+	cc := compare.DefaultConfig()
+	cc.ZK = compare.ZKConfig{Servers: c.ZK.Servers, Root: c.ZK.Root, SessionTimeout: c.ZK.SessionTimeout, Auth: c.ZK.Auth, AuthFile: c.ZK.AuthFile}
+	cc.Clusters.Primary = compare.ClusterConfig{Brokers: c.Clusters.Primary.Brokers, Kafka: c.Clusters.Primary.Kafka}
+	cc.Clusters.Standby = compare.ClusterConfig{Brokers: c.Clusters.Standby.Brokers, Kafka: c.Clusters.Standby.Kafka}
+	cc.TopicPrefix, cc.DarkKafka, cc.Targets, cc.Rules = c.TopicPrefix, c.Dark.DarkKafka, c.Dark.Targets, c.Dark.Rules
+	cc.HTTP.Listen = "off"
+	return cc
+}
+
 // DefaultConfig returns a config with every default set and no servers.
 func DefaultConfig() Config {
 	return Config{
@@ -111,6 +141,7 @@ func DefaultConfig() Config {
 		HTTP:     HTTPConfig{Listen: ":9470"},
 		History:  HistoryConfig{Retention: 6 * time.Hour, MaxPoints: 2000, Switches: 100},
 		Record:   RecordConfig{Retention: 30 * 24 * time.Hour, Replication: 3},
+		Dark:     DarkConfig{Rules: compare.DefaultRules()},
 		Config:   core.DefaultConfig(),
 	}
 }
@@ -226,6 +257,11 @@ func (c Config) Validate() error {
 	}
 	if c.Record.Replication < 1 {
 		bad("record.replication", "must be at least 1 (e.g. 3; 1 on a single-broker cluster), got %d", c.Record.Replication)
+	}
+	if c.Dark.Enabled {
+		if err := c.compareConfig().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: dark: %w", ErrConfig, err))
+		}
 	}
 	if err := c.Config.Validate(); err != nil {
 		// The core's keys are top-level keys of this file.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hotpair/hotpair/canary/compare"
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/httpserver"
 )
@@ -16,6 +17,7 @@ import (
 //	/api/v1/status   Status as JSON
 //	/api/v1/gate     the rollout gate: GET or POST ?side=S&held=D → 200 ok / 409 not (GateAnswer)
 //	/api/v1/history  the decision record as this replica holds it (JSON)
+//	/api/v1/dark     the dark canary's report, with dark.enabled (else 404)
 //	/metrics         Prometheus metrics
 //	/healthz         200 while the evaluation loop is alive
 //	/readyz          200 once ZooKeeper is usable and a window was evaluated
@@ -28,6 +30,7 @@ func (m *Monitor) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/gate", m.serveGate)
 	mux.HandleFunc("POST /api/v1/gate", m.serveGate) // Flagger's webhooks POST (the body is ignored)
 	mux.HandleFunc("GET /api/v1/history", m.serveHistory)
+	mux.HandleFunc("GET /api/v1/dark", m.serveDark)
 	mux.HandleFunc("GET /{$}", m.servePage)
 	return mux
 }
@@ -53,6 +56,22 @@ func (m *Monitor) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 	default:
 		_, _ = w.Write([]byte("ready\n"))
 	}
+}
+
+func (m *Monitor) serveDark(w http.ResponseWriter, _ *http.Request) {
+	if m.dark == nil {
+		http.Error(w, "this monitor runs no dark comparator (dark.enabled in its config)", http.StatusNotFound)
+		return
+	}
+	httpserver.WriteJSON(w, http.StatusOK, m.dark.Report())
+}
+
+// DarkReport is the report of the replica's dark comparator (false without one).
+func (m *Monitor) DarkReport() (compare.Report, bool) {
+	if m.dark == nil {
+		return compare.Report{}, false
+	}
+	return m.dark.Report(), true
 }
 
 func (m *Monitor) serveStatus(w http.ResponseWriter, _ *http.Request) {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/canary/compare"
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/httpserver"
@@ -68,6 +69,8 @@ type Monitor struct {
 	// clusters are both sides' Kafka clusters, primary first.
 	clusters [2]kafka.Cluster
 	hist     *history
+	// dark is the dark canary's comparator replica (nil unless dark.enabled).
+	dark *compare.Comparator
 
 	steps     atomic.Uint64
 	leader    atomic.Pointer[leadership]
@@ -137,6 +140,13 @@ func New(o Options) (*Monitor, error) {
 		if k := [2]string{e.Service.String(), e.Label()}; e.At.After(latest[k]) {
 			latest[k] = e.At
 			mon.m.decisionLast.WithLabelValues(k[0], k[1]).Set(float64(e.At.UnixNano()) / 1e9)
+		}
+	}
+	if o.Config.Dark.Enabled {
+		mon.dark, err = compare.New(compare.Options{Config: o.Config.compareConfig(), Logger: o.Logger.With("component", "dark-compare"),
+			Registerer: o.Registerer, KafkaOptions: o.KafkaOptions})
+		if err != nil {
+			return nil, fmt.Errorf("%w: dark: %w", ErrConfig, err)
 		}
 	}
 	mon.leader.Store(&leadership{})
@@ -218,6 +228,13 @@ func (m *Monitor) Run(ctx context.Context) error {
 	fatal := make(chan error, 8)
 	var wg sync.WaitGroup
 	m.start(ctx, &wg, sess, fatal)
+	if m.dark != nil {
+		wg.Go(func() {
+			if err := m.dark.Run(ctx); err != nil {
+				m.log.Error("the dark comparator stopped", "err", err)
+			}
+		})
+	}
 	if srv != nil {
 		wg.Go(func() {
 			if err := srv.Serve(ctx); err != nil {

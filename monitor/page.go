@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/canary/compare"
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor/decisions"
 )
@@ -58,6 +59,8 @@ type pageData struct {
 	// Decisions are the decision record's latest decisions, newest first.
 	Decisions        []decisions.Entry
 	HistoryRetention time.Duration
+	// Dark is the dark canary's section, when the replica runs a comparator.
+	Dark template.HTML
 }
 
 type serviceCharts struct {
@@ -68,6 +71,9 @@ func (m *Monitor) servePage(w http.ResponseWriter, _ *http.Request) {
 	st := m.Status()
 	d := pageData{Status: st, Charts: map[contract.Service]serviceCharts{}, Decisions: m.hist.recentDecisions(),
 		HistoryRetention: m.cfg.History.Retention}
+	if rep, ok := m.DarkReport(); ok {
+		d.Dark = compare.Section(rep)
+	}
 	from := st.Now.Add(-m.cfg.History.Retention)
 	for _, s := range st.Services {
 		d.Charts[s.Service] = serviceCharts{
