@@ -65,12 +65,9 @@ type ClustersConfig struct {
 	Standby ClusterConfig `yaml:"standby"`
 }
 
-// ClusterConfig is one Kafka cluster.
-type ClusterConfig struct {
-	Brokers []string `yaml:"brokers"`
-	// Kafka is the cluster's TLS and SASL: keys tls and sasl beside brokers.
-	Kafka contract.KafkaSecurity `yaml:",inline"`
-}
+// ClusterConfig is one Kafka cluster: brokers, and its TLS and SASL (keys
+// tls and sasl beside brokers).
+type ClusterConfig = kafka.ClusterConfig
 
 // HTTPConfig is the monitor's HTTP endpoint.
 type HTTPConfig struct {
@@ -122,12 +119,12 @@ type DarkConfig struct {
 }
 
 // compareConfig is the comparator's config from the monitor's: its HTTP
-// listener off (the monitor serves its report).
+// listener off (the monitor serves its report). It reads ZooKeeper as the
+// monitor identity, which New passes once zk.auth_file is read.
 func (c Config) compareConfig() compare.Config {
 	cc := compare.DefaultConfig()
-	cc.ZK = compare.ZKConfig{Servers: c.ZK.Servers, Root: c.ZK.Root, SessionTimeout: c.ZK.SessionTimeout, Auth: c.ZK.Auth, AuthFile: c.ZK.AuthFile}
-	cc.Clusters.Primary = compare.ClusterConfig{Brokers: c.Clusters.Primary.Brokers, Kafka: c.Clusters.Primary.Kafka}
-	cc.Clusters.Standby = compare.ClusterConfig{Brokers: c.Clusters.Standby.Brokers, Kafka: c.Clusters.Standby.Kafka}
+	cc.ZK = compare.ZKConfig{Servers: c.ZK.Servers, Root: c.ZK.Root, SessionTimeout: c.ZK.SessionTimeout}
+	cc.Clusters.Primary, cc.Clusters.Standby = c.Clusters.Primary, c.Clusters.Standby
 	cc.TopicPrefix, cc.DarkKafka, cc.Targets, cc.Rules = c.TopicPrefix, c.Dark.DarkKafka, c.Dark.Targets, c.Dark.Rules
 	cc.HTTP.Listen = "off"
 	return cc
@@ -182,12 +179,12 @@ func LoadConfig(path string) (Config, error) {
 func (c Config) kafkaClusters() ([2]kafka.Cluster, error) {
 	var out [2]kafka.Cluster
 	for i, cl := range []ClusterConfig{c.Clusters.Primary, c.Clusters.Standby} {
-		side := contract.Sides()[i]
-		auth, err := cl.Kafka.Load("clusters."+side.String()+".", nil)
+		side := contract.Sides()[i].String()
+		k, err := cl.Load(side, "clusters."+side+".")
 		if err != nil {
 			return out, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		out[i] = kafka.Cluster{Name: side.String(), Brokers: cl.Brokers, Auth: auth}
+		out[i] = k
 	}
 	return out, nil
 }

@@ -143,8 +143,8 @@ func New(o Options) (*Monitor, error) {
 		}
 	}
 	if o.Config.Dark.Enabled {
-		mon.dark, err = compare.New(compare.Options{Config: o.Config.compareConfig(), Logger: o.Logger.With("component", "dark-compare"),
-			Registerer: o.Registerer, KafkaOptions: o.KafkaOptions})
+		mon.dark, err = compare.New(compare.Options{Config: o.Config.compareConfig(), ZKAuth: creds,
+			Logger: o.Logger.With("component", "dark-compare"), Registerer: o.Registerer, KafkaOptions: o.KafkaOptions})
 		if err != nil {
 			return nil, fmt.Errorf("%w: dark: %w", ErrConfig, err)
 		}

@@ -29,6 +29,9 @@ type Options struct {
 	// Config is the comparator's configuration (LoadConfig, or
 	// DefaultConfig with clusters and targets filled in).
 	Config Config
+	// ZKAuth, when set, is the ZooKeeper identity instead of Config.ZK.Auth
+	// (an embedder that read its own, such as the monitor).
+	ZKAuth *contract.Credentials
 
 	// Injected dependencies.
 
@@ -88,13 +91,13 @@ func New(o Options) (*Comparator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	creds, err := o.Config.ZK.credentials()
-	if err != nil {
-		return nil, err
+	creds, _ := contract.ParseCredentials(o.Config.ZK.Auth) // validated
+	if o.ZKAuth != nil {
+		creds = o.ZKAuth
 	}
 	static := map[string]targetSpec{}
 	for i, t := range o.Config.Targets {
-		auth, err := t.Kafka.Load(fmt.Sprintf("targets[%d].", i), nil)
+		cl, err := t.Load("dark "+t.Name, fmt.Sprintf("targets[%d].", i))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
@@ -102,7 +105,7 @@ func New(o Options) (*Comparator, error) {
 		if t.Source != "" {
 			src, _ = contract.ParseSide(t.Source)
 		}
-		static[t.Name] = targetSpec{Target{t.Name, src}, kafka.Cluster{Name: "dark " + t.Name, Brokers: t.Brokers, Auth: auth}}
+		static[t.Name] = targetSpec{Target{t.Name, src}, cl}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotpair/hotpair/canary/compare/comparetest"
+	"github.com/hotpair/hotpair/internal/kafka"
 )
 
 // fastRules compare within moments: rounds every 100ms, values settled
@@ -29,7 +30,7 @@ func startComparator(t *testing.T, p *comparetest.Pipelines) (*Comparator, *prom
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Clusters.Primary.Brokers = p.Primary.ListenAddrs()
 	cfg.Clusters.Standby.Brokers = p.Standby.ListenAddrs()
-	cfg.Targets = []TargetConfig{{Name: p.Target, Source: "primary", Brokers: p.Dark.ListenAddrs()}}
+	cfg.Targets = []TargetConfig{{Name: p.Target, Source: "primary", ClusterConfig: kafka.ClusterConfig{Brokers: p.Dark.ListenAddrs()}}}
 	reg := prometheus.NewRegistry()
 	c, err := New(Options{Config: cfg, Registerer: reg})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -50,25 +49,21 @@ type ZKConfig struct {
 	// Root of hotpair's znodes. Default /hotpair.
 	Root           string        `yaml:"root"`
 	SessionTimeout time.Duration `yaml:"session_timeout"`
-	// Auth ("user:password") or AuthFile: an identity, only needed when the
-	// dark documents are not world-readable.
-	Auth     string `yaml:"auth"`
-	AuthFile string `yaml:"auth_file"`
+	// Auth ("user:password") is an identity, only needed when the dark
+	// documents are not world-readable.
+	Auth string `yaml:"auth"`
 }
 
 // ClusterConfig is one Kafka cluster: brokers and the security block.
-type ClusterConfig struct {
-	Brokers []string               `yaml:"brokers"`
-	Kafka   contract.KafkaSecurity `yaml:",inline"`
-}
+type ClusterConfig = kafka.ClusterConfig
 
-// TargetConfig is a dark target given in the config.
+// TargetConfig is a dark target given in the config: its name, source side,
+// brokers and security block.
 type TargetConfig struct {
 	Name string `yaml:"name"`
 	// Source is the live side whose input the target receives. Default primary.
-	Source  string                 `yaml:"source"`
-	Brokers []string               `yaml:"brokers"`
-	Kafka   contract.KafkaSecurity `yaml:",inline"`
+	Source              string `yaml:"source"`
+	kafka.ClusterConfig `yaml:",inline"`
 }
 
 // DefaultConfig returns the defaults, without clusters.
@@ -130,8 +125,8 @@ func (c Config) Validate() error {
 	if c.ZK.SessionTimeout < time.Second {
 		bad("zk.session_timeout", "must be at least 1s (e.g. 10s), got %s", c.ZK.SessionTimeout)
 	}
-	if c.ZK.Auth != "" && c.ZK.AuthFile != "" {
-		bad("zk.auth_file", "and zk.auth are both set: keep one")
+	if _, err := contract.ParseCredentials(c.ZK.Auth); err != nil {
+		bad("zk.auth", "must be user:password")
 	}
 	for i, t := range c.Targets {
 		key := fmt.Sprintf("targets[%d].", i)
@@ -158,36 +153,16 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// credentials returns the ZooKeeper identity (nil without one).
-func (z ZKConfig) credentials() (*contract.Credentials, error) {
-	s := z.Auth
-	if z.AuthFile != "" {
-		b, err := os.ReadFile(z.AuthFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: zk.auth_file: %v", ErrConfig, err)
-		}
-		s = strings.TrimSpace(string(b))
-	}
-	if s == "" {
-		return nil, nil
-	}
-	c, err := contract.ParseCredentials(s)
-	if err != nil {
-		return nil, fmt.Errorf("%w: zk.auth: must be user:password", ErrConfig)
-	}
-	return c, nil
-}
-
 // clusters loads the live clusters' security blocks, primary first.
 func (c Config) clusters() ([2]kafka.Cluster, error) {
 	var out [2]kafka.Cluster
 	for i, cl := range []ClusterConfig{c.Clusters.Primary, c.Clusters.Standby} {
-		side := contract.Sides()[i]
-		auth, err := cl.Kafka.Load("clusters."+side.String()+".", nil)
+		side := contract.Sides()[i].String()
+		k, err := cl.Load(side, "clusters."+side+".")
 		if err != nil {
 			return out, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		out[i] = kafka.Cluster{Name: side.String(), Brokers: cl.Brokers, Auth: auth}
+		out[i] = k
 	}
 	return out, nil
 }

@@ -200,3 +200,21 @@ func EnsureTopicConfig(ctx context.Context, cl *kgo.Client, topic string, want m
 	}
 	return changes, nil
 }
+
+// ClusterConfig is one Kafka cluster in a daemon's YAML config: its seed
+// brokers and, beside them, the security block (keys tls and sasl).
+type ClusterConfig struct {
+	Brokers []string               `yaml:"brokers"`
+	Kafka   contract.KafkaSecurity `yaml:",inline"`
+}
+
+// Load reads what the security block names (see contract.KafkaSecurity.Load)
+// and returns the cluster clients are built for; an error names the key
+// under prefix (e.g. "clusters.primary.") and the fix.
+func (c ClusterConfig) Load(name, prefix string) (Cluster, error) {
+	auth, err := c.Kafka.Load(prefix, nil)
+	if err != nil {
+		return Cluster{}, err
+	}
+	return Cluster{Name: name, Brokers: c.Brokers, Auth: auth}, nil
+}
