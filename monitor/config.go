@@ -177,14 +177,9 @@ func LoadConfig(path string) (Config, error) {
 // kafkaClusters loads both clusters' security blocks (their files and
 // environment); an error names the key and the fix.
 func (c Config) kafkaClusters() ([2]kafka.Cluster, error) {
-	var out [2]kafka.Cluster
-	for i, cl := range []ClusterConfig{c.Clusters.Primary, c.Clusters.Standby} {
-		side := contract.Sides()[i].String()
-		k, err := cl.Load(side, "clusters."+side+".")
-		if err != nil {
-			return out, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		out[i] = k
+	out, err := kafka.LoadSides(c.Clusters.Primary, c.Clusters.Standby)
+	if err != nil {
+		return out, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return out, nil
 }

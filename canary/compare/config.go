@@ -155,14 +155,9 @@ func (c Config) Validate() error {
 
 // clusters loads the live clusters' security blocks, primary first.
 func (c Config) clusters() ([2]kafka.Cluster, error) {
-	var out [2]kafka.Cluster
-	for i, cl := range []ClusterConfig{c.Clusters.Primary, c.Clusters.Standby} {
-		side := contract.Sides()[i].String()
-		k, err := cl.Load(side, "clusters."+side+".")
-		if err != nil {
-			return out, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		out[i] = k
+	out, err := kafka.LoadSides(c.Clusters.Primary, c.Clusters.Standby)
+	if err != nil {
+		return out, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return out, nil
 }

@@ -7,36 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/canary/compare/comparetest"
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/outdiff"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
-// row is one campaign's outputs as one pipeline writes them.
-type outRow struct {
-	status string
-	spent  int64
-	rate   float64
-	mult   float64
-}
+// outRow is one campaign's outputs as one pipeline writes them.
+type outRow = comparetest.Row
 
-func goodRow() outRow { return outRow{status: "active", spent: 1000, rate: 0.5, mult: 1.0} }
+func goodRow() outRow { return comparetest.Good() }
 
 // write feeds one campaign's three outputs of src, written and received at at.
 func write(t *testing.T, e *Engine, src Source, campaign string, r outRow, at time.Time) {
 	t.Helper()
-	for output, v := range map[string]any{
-		outdiff.BudgetStatus: contract.BudgetStatus{V: 1, Campaign: campaign, Status: r.status, Day: "2026-12-01",
-			SpentTodayMicros: r.spent, SpentLifetimeMicros: r.spent, UpdatedAt: at},
-		outdiff.Pacing:         contract.Pacing{V: 1, Campaign: campaign, Rate: r.rate, UpdatedAt: at},
-		outdiff.BidMultipliers: contract.BidMultiplier{V: 1, Campaign: campaign, Multiplier: r.mult, UpdatedAt: at},
-	} {
-		b, err := contract.Encode(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.ObserveOutput(src, output, campaign, b, at); err != nil {
+	for _, o := range r.Outputs(t, campaign, at) {
+		if err := e.ObserveOutput(src, o.Output, campaign, o.Value, at); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +40,7 @@ func scenario(t *testing.T, n, updates int, change func(src Source, i int, r out
 		for i := 0; i < n; i++ {
 			for _, src := range []Source{Live(contract.Primary), Live(contract.Standby), Dark("cand")} {
 				r := goodRow()
-				r.spent += int64(u * 100)
+				r.Spent += int64(u * 100)
 				write(t, e, src, fmt.Sprintf("c-%03d", i), change(src, i, r), at)
 			}
 		}
@@ -80,7 +67,7 @@ func TestEqualOutputsPass(t *testing.T) {
 func TestChangedRuleOnSomeCampaignsRegresses(t *testing.T) {
 	e, at := scenario(t, 30, 2, func(src Source, i int, r outRow) outRow {
 		if src.Target != "" && i%5 == 0 { // 6 of 30 campaigns: 20% of points
-			r.mult = 1.5
+			r.Mult = 1.5
 		}
 		return r
 	})
@@ -106,7 +93,7 @@ func TestNoiseIsSubtracted(t *testing.T) {
 	// standby differ there as much as dark differs from primary.
 	flaky := func(src Source, i int, r outRow) outRow {
 		if i%5 == 0 && src != Live(contract.Primary) {
-			r.rate += 0.2
+			r.Rate += 0.2
 		}
 		return r
 	}
@@ -143,10 +130,10 @@ func TestThresholds(t *testing.T) {
 				c := fmt.Sprintf("c-%03d", i)
 				dark, stby := goodRow(), goodRow()
 				if tt.darkEvery > 0 && i%tt.darkEvery == 0 {
-					dark.rate = 0.9
+					dark.Rate = 0.9
 				}
 				if i%tt.noiseEvery == 0 {
-					stby.rate = 0.9
+					stby.Rate = 0.9
 				}
 				write(t, e, Live(contract.Primary), c, goodRow(), t0)
 				write(t, e, Live(contract.Standby), c, stby, t0)
@@ -164,19 +151,19 @@ func TestBudgetStatusIsExact(t *testing.T) {
 	// One campaign's spend differs on dark: a regression, even at 1 in 60.
 	e, at := scenario(t, 30, 2, func(src Source, i int, r outRow) outRow {
 		if src.Target != "" && i == 7 {
-			r.spent++
+			r.Spent++
 		}
 		return r
 	})
 	rep := e.Report(at)
-	if rep.Verdict != Regression || !strings.Contains(strings.Join(rep.Targets[0].Reasons, "\n"), "c-007 live 1100 dark 1101") {
+	if rep.Verdict != Regression || !strings.Contains(strings.Join(rep.Targets[0].Reasons, "\n"), "c-007 live 5100 dark 5101") {
 		t.Fatalf("verdict %s, reasons %v; want a regression naming c-007 with both values", rep.Verdict, rep.Targets[0].Reasons)
 	}
 	// The same difference between primary and standby on that campaign is
 	// noise: status differences the noise has are not the candidate's.
 	e, at = scenario(t, 30, 2, func(src Source, i int, r outRow) outRow {
 		if src != Live(contract.Primary) && i == 7 {
-			r.status = "daily_capped"
+			r.Status = "daily_capped"
 		}
 		return r
 	})
@@ -198,7 +185,7 @@ func TestInsufficientData(t *testing.T) {
 	// Even a difference does not make a verdict without the minimum.
 	e, at = scenario(t, 20, 2, func(src Source, _ int, r outRow) outRow {
 		if src.Target != "" {
-			r.rate = 0
+			r.Rate = 0
 		}
 		return r
 	})

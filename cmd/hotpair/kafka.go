@@ -38,13 +38,6 @@ func checkKafka(ctx context.Context, a *app, cmd string, clusters ...kafka.Clust
 // monitorClusterAuth loads both clusters' security blocks of a monitor
 // config, for the commands that take their clusters from one.
 func monitorClusterAuth(mc monitor.Config) ([2]*contract.KafkaAuth, error) {
-	var out [2]*contract.KafkaAuth
-	for i, cl := range []monitor.ClusterConfig{mc.Clusters.Primary, mc.Clusters.Standby} {
-		auth, err := cl.Kafka.Load("clusters."+contract.Sides()[i].String()+".", nil)
-		if err != nil {
-			return out, err
-		}
-		out[i] = auth
-	}
-	return out, nil
+	cls, err := kafka.LoadSides(mc.Clusters.Primary, mc.Clusters.Standby)
+	return [2]*contract.KafkaAuth{cls[0].Auth, cls[1].Auth}, err
 }

@@ -218,3 +218,18 @@ func (c ClusterConfig) Load(name, prefix string) (Cluster, error) {
 	}
 	return Cluster{Name: name, Brokers: c.Brokers, Auth: auth}, nil
 }
+
+// LoadSides loads the two live sides' cluster blocks, primary first, each
+// named after its side, the keys of errors under clusters.<side>.
+func LoadSides(primary, standby ClusterConfig) ([2]Cluster, error) {
+	var out [2]Cluster
+	for i, cl := range []ClusterConfig{primary, standby} {
+		side := contract.Sides()[i].String()
+		k, err := cl.Load(side, "clusters."+side+".")
+		if err != nil {
+			return out, err
+		}
+		out[i] = k
+	}
+	return out, nil
+}

@@ -53,6 +53,34 @@ type Row struct {
 	Mult   float64
 }
 
+// Output is one encoded output record: its output's name and value.
+type Output struct {
+	Output string // budget-status, pacing or bid-multipliers
+	Value  []byte
+}
+
+// Outputs encodes the row as campaign's three output records, written at at.
+func (r Row) Outputs(t testing.TB, campaign string, at time.Time) []Output {
+	t.Helper()
+	var out []Output
+	for _, o := range []struct {
+		name string
+		v    any
+	}{
+		{"budget-status", contract.BudgetStatus{V: 1, Campaign: campaign, Status: r.Status, Day: at.Format("2006-01-02"),
+			SpentTodayMicros: r.Spent, SpentLifetimeMicros: r.Spent, UpdatedAt: at}},
+		{"pacing", contract.Pacing{V: 1, Campaign: campaign, Rate: r.Rate, UpdatedAt: at}},
+		{"bid-multipliers", contract.BidMultiplier{V: 1, Campaign: campaign, Multiplier: r.Mult, UpdatedAt: at}},
+	} {
+		b, err := contract.Encode(o.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Output{o.name, b})
+	}
+	return out
+}
+
 // Good is the row every pipeline writes unless a test changes it.
 func Good() Row { return Row{Status: "active", Spent: 5000, Rate: 0.5, Mult: 1} }
 
@@ -76,17 +104,9 @@ func (p *Pipelines) Write(t testing.TB, n int, change func(pipeline string, i in
 				r = change(c.name, i, r)
 			}
 			camp := fmt.Sprintf("c-%03d", i)
-			for topic, v := range map[string]any{
-				tp.BudgetStatus: contract.BudgetStatus{V: 1, Campaign: camp, Status: r.Status, Day: at.Format("2006-01-02"),
-					SpentTodayMicros: r.Spent, SpentLifetimeMicros: r.Spent, UpdatedAt: at},
-				tp.Pacing:         contract.Pacing{V: 1, Campaign: camp, Rate: r.Rate, UpdatedAt: at},
-				tp.BidMultipliers: contract.BidMultiplier{V: 1, Campaign: camp, Multiplier: r.Mult, UpdatedAt: at},
-			} {
-				b, err := contract.Encode(v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(camp), Value: b})
+			for _, o := range r.Outputs(t, camp, at) {
+				topic := map[string]string{"budget-status": tp.BudgetStatus, "pacing": tp.Pacing, "bid-multipliers": tp.BidMultipliers}[o.Output]
+				recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(camp), Value: o.Value})
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
