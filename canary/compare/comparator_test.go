@@ -13,6 +13,7 @@ import (
 
 	"github.com/hotpair/hotpair/canary/compare/comparetest"
 	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/metricvalue"
 )
 
 // fastRules compare within moments: rounds every 100ms, values settled
@@ -96,7 +97,7 @@ func TestComparatorOnThreeClusters(t *testing.T) {
 		if rep.Verdict != Pass {
 			t.Fatalf("verdict %s, reasons %v", rep.Verdict, rep.Targets[0].Reasons)
 		}
-		if got := gaugeValue(t, reg, "hotpair_dark_verdict", "cand", "pass"); got != 1 {
+		if got := gaugeValue(t, reg, "hotpair_dark_verdict", "target", "cand", "verdict", "pass"); got != 1 {
 			t.Fatalf("hotpair_dark_verdict{verdict=pass} = %v", got)
 		}
 		// The API answers the same report.
@@ -169,7 +170,7 @@ func TestComparatorResourcesOnThreeClusters(t *testing.T) {
 				if !strings.Contains(reasons, "aggregator cpu_seconds_per_1k_events: dark 0.2000 CPU-s/1k ev, live 0.1000 CPU-s/1k ev") {
 					t.Fatalf("reasons lack the figures side by side:\n%s", reasons)
 				}
-				if got := gaugeValue(t, reg, "hotpair_dark_resource_ratio", "cpu_seconds_per_1k_events", "aggregator", "cand"); got < 1.9 || got > 2.1 {
+				if got := gaugeValue(t, reg, "hotpair_dark_resource_ratio", "target", "cand", "stage", "aggregator", "metric", "cpu_seconds_per_1k_events"); got < 1.9 || got > 2.1 {
 					t.Fatalf("hotpair_dark_resource_ratio %v, want 2", got)
 				}
 			}
@@ -177,24 +178,12 @@ func TestComparatorResourcesOnThreeClusters(t *testing.T) {
 	}
 }
 
-// gaugeValue is the value of the gauge name with exactly these label values.
+// gaugeValue is the value of the series name{labels} (name, value pairs).
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok := metricvalue.Get(reg, name, labels...)
+	if !ok {
+		t.Fatalf("no %s%v", name, labels)
 	}
-	for _, mf := range mfs {
-		for _, m := range mf.Metric {
-			var vals []string
-			for _, l := range m.Label {
-				vals = append(vals, l.GetValue())
-			}
-			if mf.GetName() == name && strings.Join(vals, ",") == strings.Join(labels, ",") {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no %s%v", name, labels)
-	return 0
+	return v
 }
