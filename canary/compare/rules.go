@@ -9,40 +9,40 @@ import (
 // keys are those of the comparator config's top level (docs/dark.md).
 type Rules struct {
 	// Interval is how often a comparison round runs. Default 5s.
-	Interval time.Duration `yaml:"interval"`
+	Interval time.Duration `yaml:"interval" json:"interval"`
 	// Settle: a campaign's latest value of an output is compared once it has
 	// been unchanged this long on both pipelines (no update in flight).
 	// Default 2s; keep it below the aggregator window.
-	Settle time.Duration `yaml:"settle"`
+	Settle time.Duration `yaml:"settle" json:"settle"`
 	// MaxSkew: the two values compared must have been written (updated_at)
 	// at most this far apart, so both pipelines applied the same spend
 	// window. Default 2s.
-	MaxSkew time.Duration `yaml:"max_skew"`
+	MaxSkew time.Duration `yaml:"max_skew" json:"max_skew"`
 	// Horizon is how far back the verdict looks: points and health samples
 	// older than this no longer count. Default 10m.
-	Horizon time.Duration `yaml:"horizon"`
+	Horizon time.Duration `yaml:"horizon" json:"horizon"`
 	// Stale: no new comparison of a target for this long makes its verdict
 	// "insufficient data" (a dead dark target never passes). Default 1m.
-	Stale time.Duration `yaml:"stale"`
+	Stale time.Duration `yaml:"stale" json:"stale"`
 
 	// PacingRateAbs and BidMultiplierRel say when two values of a campaign
 	// differ at all (outdiff tolerances). Defaults 0.01 and 0.01.
-	PacingRateAbs    float64 `yaml:"pacing_rate_abs"`
-	BidMultiplierRel float64 `yaml:"bid_multiplier_rel"`
+	PacingRateAbs    float64 `yaml:"pacing_rate_abs" json:"pacing_rate_abs"`
+	BidMultiplierRel float64 `yaml:"bid_multiplier_rel" json:"bid_multiplier_rel"`
 	// Relative and Absolute are Diffy's thresholds on how often a field
 	// differs: a field regresses when raw − noise > Absolute and
 	// (raw − noise) / raw > Relative. Defaults 0.20 and 0.03. Budget-status
 	// fields are exact instead: any difference the noise does not have on
 	// the same campaign in the same round is a regression.
-	Relative float64 `yaml:"relative"`
-	Absolute float64 `yaml:"absolute"`
+	Relative float64 `yaml:"relative" json:"relative"`
+	Absolute float64 `yaml:"absolute" json:"absolute"`
 	// MinPoints is how many compared (campaign, update) points each output
 	// needs, and MinCampaigns how many distinct campaigns a target needs,
 	// before a verdict. Defaults 50 (as Kayenta) and 10.
-	MinPoints    int `yaml:"min_points"`
-	MinCampaigns int `yaml:"min_campaigns"`
+	MinPoints    int `yaml:"min_points" json:"min_points"`
+	MinCampaigns int `yaml:"min_campaigns" json:"min_campaigns"`
 
-	Resources ResourceRules `yaml:"resources"`
+	Resources ResourceRules `yaml:"resources" json:"resources"`
 }
 
 // ResourceRules judge dark instances' resources against live ones.
@@ -50,21 +50,21 @@ type ResourceRules struct {
 	// RateTolerance: a dark instance's median input events/s must be within
 	// this fraction of a live instance's, or the resources are not judged
 	// ("rate mismatch"). Default 0.10.
-	RateTolerance float64 `yaml:"rate_tolerance"`
+	RateTolerance float64 `yaml:"rate_tolerance" json:"rate_tolerance"`
 	// Confidence of the Mann-Whitney U test (two-sided). Default 0.98.
-	Confidence float64 `yaml:"confidence"`
+	Confidence float64 `yaml:"confidence" json:"confidence"`
 	// MinSamples is how many instance windows each of dark and live needs.
 	// Default 6.
-	MinSamples int `yaml:"min_samples"`
+	MinSamples int `yaml:"min_samples" json:"min_samples"`
 	// CPUIncrease, MemoryIncrease and LagIncrease are how much higher the
 	// dark median may be than the live one, beyond the primary/standby
 	// spread. Defaults 0.25 each. LagSlack is added to the lag limit
 	// (default 100ms), DeadLetterRateAbs to the dead-letter rate's (0.001).
-	CPUIncrease       float64       `yaml:"cpu_increase"`
-	MemoryIncrease    float64       `yaml:"memory_increase"`
-	LagIncrease       float64       `yaml:"lag_increase"`
-	LagSlack          time.Duration `yaml:"lag_slack"`
-	DeadLetterRateAbs float64       `yaml:"dead_letter_rate_abs"`
+	CPUIncrease       float64       `yaml:"cpu_increase" json:"cpu_increase"`
+	MemoryIncrease    float64       `yaml:"memory_increase" json:"memory_increase"`
+	LagIncrease       float64       `yaml:"lag_increase" json:"lag_increase"`
+	LagSlack          time.Duration `yaml:"lag_slack" json:"lag_slack"`
+	DeadLetterRateAbs float64       `yaml:"dead_letter_rate_abs" json:"dead_letter_rate_abs"`
 }
 
 // DefaultRules returns the defaults above.
