@@ -10,6 +10,13 @@ import (
 	"strings"
 )
 
+// KafkaCluster is one Kafka cluster in a daemon's YAML config: its seed
+// brokers and, beside them, its security block (keys tls and sasl).
+type KafkaCluster struct {
+	Brokers []string      `yaml:"brokers"`
+	Kafka   KafkaSecurity `yaml:",inline"`
+}
+
 // KafkaSecurity is the one Kafka security block every daemon and tool accepts,
 // per cluster: TLS to the brokers and SASL authentication. In YAML it sits
 // beside the cluster's brokers:

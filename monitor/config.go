@@ -67,7 +67,7 @@ type ClustersConfig struct {
 
 // ClusterConfig is one Kafka cluster: brokers, and its TLS and SASL (keys
 // tls and sasl beside brokers).
-type ClusterConfig = kafka.ClusterConfig
+type ClusterConfig = contract.KafkaCluster
 
 // HTTPConfig is the monitor's HTTP endpoint.
 type HTTPConfig struct {

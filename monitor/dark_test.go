@@ -13,7 +13,6 @@ import (
 	"github.com/hotpair/hotpair/canary/compare"
 	"github.com/hotpair/hotpair/canary/compare/comparetest"
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/zktest"
 )
 
@@ -29,7 +28,7 @@ func TestMonitorRunsTheDarkComparator(t *testing.T) {
 	cfg := testConfig("dark", addr, paths, p, s)
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Dark.Enabled = true
-	cfg.Dark.Targets = []compare.TargetConfig{{Name: "cand", Source: "primary", ClusterConfig: kafka.ClusterConfig{Brokers: pipes.Dark.ListenAddrs()}}}
+	cfg.Dark.Targets = []compare.TargetConfig{{Name: "cand", Source: "primary", KafkaCluster: contract.KafkaCluster{Brokers: pipes.Dark.ListenAddrs()}}}
 	cfg.Dark.Interval, cfg.Dark.Settle, cfg.Dark.Horizon, cfg.Dark.Stale = 100*time.Millisecond, 200*time.Millisecond, time.Minute, 30*time.Second
 	r := startReplica(t, cfg)
 

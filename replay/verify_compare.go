@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/outdiff"
+	"github.com/hotpair/hotpair/canary/outdiff"
 )
 
 // OutputDiff is one campaign whose output differs between the builds.

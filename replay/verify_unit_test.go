@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotpair/hotpair/canary/outdiff"
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/outdiff"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )

@@ -16,11 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hotpair/hotpair/canary/outdiff"
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/httpserver"
 	"github.com/hotpair/hotpair/internal/kafka"
-	"github.com/hotpair/hotpair/internal/outdiff"
 	"github.com/hotpair/hotpair/internal/zkutil"
 )
 
@@ -97,7 +97,7 @@ func New(o Options) (*Comparator, error) {
 	}
 	static := map[string]targetSpec{}
 	for i, t := range o.Config.Targets {
-		cl, err := t.Load("dark "+t.Name, fmt.Sprintf("targets[%d].", i))
+		cl, err := kafka.Load(t.KafkaCluster, "dark "+t.Name, fmt.Sprintf("targets[%d].", i))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotpair/hotpair/canary/compare/comparetest"
-	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 )
 
@@ -31,7 +31,7 @@ func startComparator(t *testing.T, p *comparetest.Pipelines) (*Comparator, *prom
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Clusters.Primary.Brokers = p.Primary.ListenAddrs()
 	cfg.Clusters.Standby.Brokers = p.Standby.ListenAddrs()
-	cfg.Targets = []TargetConfig{{Name: p.Target, Source: "primary", ClusterConfig: kafka.ClusterConfig{Brokers: p.Dark.ListenAddrs()}}}
+	cfg.Targets = []TargetConfig{{Name: p.Target, Source: "primary", KafkaCluster: contract.KafkaCluster{Brokers: p.Dark.ListenAddrs()}}}
 	reg := prometheus.NewRegistry()
 	c, err := New(Options{Config: cfg, Registerer: reg})
 	if err != nil {

@@ -55,15 +55,15 @@ type ZKConfig struct {
 }
 
 // ClusterConfig is one Kafka cluster: brokers and the security block.
-type ClusterConfig = kafka.ClusterConfig
+type ClusterConfig = contract.KafkaCluster
 
 // TargetConfig is a dark target given in the config: its name, source side,
 // brokers and security block.
 type TargetConfig struct {
 	Name string `yaml:"name"`
 	// Source is the live side whose input the target receives. Default primary.
-	Source              string `yaml:"source"`
-	kafka.ClusterConfig `yaml:",inline"`
+	Source                string `yaml:"source"`
+	contract.KafkaCluster `yaml:",inline"`
 }
 
 // DefaultConfig returns the defaults, without clusters.

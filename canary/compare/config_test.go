@@ -9,6 +9,17 @@ import (
 	"github.com/hotpair/hotpair/internal/yamlconftest"
 )
 
+func TestExampleConfigIsTheDefaults(t *testing.T) {
+	c, err := LoadConfig("testdata/dark-compare.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultConfig()
+	if c.Rules != d.Rules || c.HTTP != d.HTTP || c.ZK.Root != d.ZK.Root || c.ZK.SessionTimeout != d.ZK.SessionTimeout || len(c.ZK.Servers) != 3 {
+		t.Fatalf("testdata/dark-compare.yml differs from the defaults it documents:\n got %+v\nwant %+v", c, d)
+	}
+}
+
 func TestConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "good.yml")
 	os.WriteFile(path, []byte(`zk: {servers: ["127.0.0.1:2181"]}

@@ -6,7 +6,7 @@
 //   - outputs, per sampled campaign and field: how often and by how much the
 //     dark target differs from its source side (raw), against how often the
 //     primary differs from the standby (noise, Diffy's idea: the old code run
-//     twice). Fields are compared by internal/outdiff, the comparison
+//     twice). Fields are compared by canary/outdiff, the comparison
 //     `hotpair replay verify` uses.
 //   - resources, per instance and health window: input events/s (the rate
 //     check), CPU per 1k events, resident memory, event-lag p99 and the

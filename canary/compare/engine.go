@@ -3,8 +3,8 @@ package compare
 import (
 	"time"
 
+	"github.com/hotpair/hotpair/canary/outdiff"
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/outdiff"
 )
 
 // Source names a pipeline the engine reads: a live side (Target "") or a

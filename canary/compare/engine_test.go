@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/canary/compare/comparetest"
+	"github.com/hotpair/hotpair/canary/outdiff"
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/outdiff"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)

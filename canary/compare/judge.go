@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/outdiff"
+	"github.com/hotpair/hotpair/canary/outdiff"
 )
 
 // Report judges every target over the horizon ending at now.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hotpair/hotpair/canary/outdiff"
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/outdiff"
 )
 
 // resourceMetric is one judged figure of an instance window.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hotpair/hotpair/internal/outdiff"
+	"github.com/hotpair/hotpair/canary/outdiff"
 )
 
 // outputKey is one campaign's row of one output.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/canary/outdiff"
 	"github.com/hotpair/hotpair/contract"
-	"github.com/hotpair/hotpair/internal/outdiff"
 )
 
 // maxExamples is how many worst campaigns a field keeps per round and reports.

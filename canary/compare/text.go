@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/hotpair/hotpair/internal/outdiff"
+	"github.com/hotpair/hotpair/canary/outdiff"
 )
 
 // WriteText prints the report for a human: the verdict, then per target

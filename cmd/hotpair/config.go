@@ -59,7 +59,7 @@ var configKinds = []configKind{
 			_, err = c.Config() // reads zk.auth_file and the security blocks' files
 			return err
 		}},
-	{name: "dark-compare", keys: []string{"targets", "dark_kafka", "settle", "max_skew", "horizon", "stale", "min_points", "min_campaigns", "relative", "absolute"},
+	{name: "dark-compare", keys: []string{"clusters", "targets", "dark_kafka", "settle", "max_skew", "horizon", "stale", "min_points", "min_campaigns", "relative", "absolute"},
 		check: func(path string) error {
 			c, err := compare.LoadConfig(path)
 			if err != nil {
@@ -192,9 +192,22 @@ func kindOf(path, forced string) (*configKind, error) {
 	if err := yamlconf.Decode(b, &top); err != nil {
 		return nil, fmt.Errorf("not YAML: %v", err)
 	}
+	// The kind with the most of its keys in the file; a tie is ambiguous
+	// (the monitor and the dark comparator both have clusters).
 	var found []*configKind
+	most := 0
 	for i, k := range configKinds {
-		if slices.ContainsFunc(k.keys, func(key string) bool { _, ok := top[key]; return ok }) {
+		n := 0
+		for _, key := range k.keys {
+			if _, ok := top[key]; ok {
+				n++
+			}
+		}
+		switch {
+		case n == 0 || n < most:
+		case n > most:
+			found, most = []*configKind{&configKinds[i]}, n
+		default:
 			found = append(found, &configKinds[i])
 		}
 	}

@@ -30,8 +30,9 @@ func TestConfigCheck(t *testing.T) {
 	both := writeFile(t, dir, "both.yml", "side: primary\nclusters: {}\n")
 	typo := writeFile(t, dir, "typo.yml", "side: primary\nbrokers: [a:9092]\nstorage:\n  dirr: /x\n")
 
-	code, out, _ := opRun("config", "check", good, mon)
-	if code != 0 || !strings.Contains(out, "ok   pipeline "+good) || !strings.Contains(out, "ok   monitor  "+mon) {
+	dark := "../../canary/compare/testdata/dark-compare.yml"
+	code, out, _ := opRun("config", "check", good, mon, dark)
+	if code != 0 || !strings.Contains(out, "ok   pipeline "+good) || !strings.Contains(out, "ok   monitor  "+mon) || !strings.Contains(out, "ok   dark-compare "+dark) {
 		t.Fatalf("good files: exit %d\n%s", code, out)
 	}
 	code, out, _ = opRun("config", "check", good, threeBad, monBad, neither, both, typo)
@@ -95,6 +96,7 @@ func TestCheckableCommandsStartNothing(t *testing.T) {
 		"monitor":       {"monitor", "--config", "../../monitor/testdata/monitor.yml"},
 		"selectord":     {"selectord", "--zk", "127.0.0.1:1", "--http", "127.0.0.1:0"},
 		"dark dispatch": {"dark", "dispatch", "--config", "../../canary/dispatch/testdata/good.yml"},
+		"dark compare":  {"dark", "compare", "--config", "../../canary/compare/testdata/dark-compare.yml"},
 		"replay play":   {"replay", "play", "../../deploy/compose/load/ad-events.hpr", "--target", "127.0.0.1:1/ad-events", "--qps", "10", "--loop", "--duration", "8760h"},
 	}
 	for _, c := range checkableCommands {

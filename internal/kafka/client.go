@@ -201,17 +201,10 @@ func EnsureTopicConfig(ctx context.Context, cl *kgo.Client, topic string, want m
 	return changes, nil
 }
 
-// ClusterConfig is one Kafka cluster in a daemon's YAML config: its seed
-// brokers and, beside them, the security block (keys tls and sasl).
-type ClusterConfig struct {
-	Brokers []string               `yaml:"brokers"`
-	Kafka   contract.KafkaSecurity `yaml:",inline"`
-}
-
-// Load reads what the security block names (see contract.KafkaSecurity.Load)
-// and returns the cluster clients are built for; an error names the key
-// under prefix (e.g. "clusters.primary.") and the fix.
-func (c ClusterConfig) Load(name, prefix string) (Cluster, error) {
+// Load reads what the cluster's security block names (see
+// contract.KafkaSecurity.Load) and returns the cluster clients are built for;
+// an error names the key under prefix (e.g. "clusters.primary.") and the fix.
+func Load(c contract.KafkaCluster, name, prefix string) (Cluster, error) {
 	auth, err := c.Kafka.Load(prefix, nil)
 	if err != nil {
 		return Cluster{}, err
@@ -221,11 +214,11 @@ func (c ClusterConfig) Load(name, prefix string) (Cluster, error) {
 
 // LoadSides loads the two live sides' cluster blocks, primary first, each
 // named after its side, the keys of errors under clusters.<side>.
-func LoadSides(primary, standby ClusterConfig) ([2]Cluster, error) {
+func LoadSides(primary, standby contract.KafkaCluster) ([2]Cluster, error) {
 	var out [2]Cluster
-	for i, cl := range []ClusterConfig{primary, standby} {
+	for i, cl := range []contract.KafkaCluster{primary, standby} {
 		side := contract.Sides()[i].String()
-		k, err := cl.Load(side, "clusters."+side+".")
+		k, err := Load(cl, side, "clusters."+side+".")
 		if err != nil {
 			return out, err
 		}
