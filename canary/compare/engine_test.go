@@ -234,12 +234,12 @@ func TestAlignment(t *testing.T) {
 	if tr := e.Report(t0).Targets[0]; tr.Points[outdiff.Pacing] != 1 || tr.Campaigns != 1 {
 		t.Fatalf("points %v campaigns %d, want one point of one campaign", tr.Points, tr.Campaigns)
 	}
-	// Written 5s apart (beyond max_skew): not the same update, not compared.
+	// Written 6s apart (beyond max_skew): not the same update, not compared.
 	write(t, e, Dark("cand"), "a", goodRow(), t0.Add(10*time.Second))
-	write(t, e, Live(contract.Standby), "a", goodRow(), t0.Add(15*time.Second))
+	write(t, e, Live(contract.Standby), "a", goodRow(), t0.Add(16*time.Second))
 	e.Round(t0.Add(20 * time.Second))
 	if n := e.Report(t0).Targets[0].Points[outdiff.Pacing]; n != 1 {
-		t.Fatalf("compared values written 5s apart: %d points", n)
+		t.Fatalf("compared values written 6s apart: %d points", n)
 	}
 }
 

@@ -12,11 +12,12 @@ type Rules struct {
 	Interval time.Duration `yaml:"interval" json:"interval"`
 	// Settle: a campaign's latest value of an output is compared once it has
 	// been unchanged this long on both pipelines (no update in flight).
-	// Default 2s; keep it below the aggregator window.
+	// Default 2s: about a fifth of the aggregator window.
 	Settle time.Duration `yaml:"settle" json:"settle"`
 	// MaxSkew: the two values compared must have been written (updated_at)
 	// at most this far apart, so both pipelines applied the same spend
-	// window. Default 2s.
+	// window. Default 5s: half the aggregator window, which separates the
+	// same window written a little later from the next one.
 	MaxSkew time.Duration `yaml:"max_skew" json:"max_skew"`
 	// Horizon is how far back the verdict looks: points and health samples
 	// older than this no longer count. Default 10m.
@@ -70,7 +71,7 @@ type ResourceRules struct {
 // DefaultRules returns the defaults above.
 func DefaultRules() Rules {
 	return Rules{
-		Interval: 5 * time.Second, Settle: 2 * time.Second, MaxSkew: 2 * time.Second,
+		Interval: 5 * time.Second, Settle: 2 * time.Second, MaxSkew: 5 * time.Second,
 		Horizon: 10 * time.Minute, Stale: time.Minute,
 		PacingRateAbs: 0.01, BidMultiplierRel: 0.01, Relative: 0.20, Absolute: 0.03,
 		MinPoints: 50, MinCampaigns: 10,
@@ -122,7 +123,7 @@ func (r Rules) Validate() error {
 
 func defaultOf(key string) string {
 	return map[string]string{
-		"interval": "5s", "settle": "2s", "max_skew": "2s", "horizon": "10m", "stale": "1m",
+		"interval": "5s", "settle": "2s", "max_skew": "5s", "horizon": "10m", "stale": "1m",
 		"pacing_rate_abs": "0.01", "bid_multiplier_rel": "0.01", "relative": "0.2", "absolute": "0.03",
 		"resources.rate_tolerance": "0.1", "resources.cpu_increase": "0.25", "resources.memory_increase": "0.25",
 		"resources.lag_increase": "0.25", "resources.dead_letter_rate_abs": "0.001",
