@@ -153,10 +153,10 @@ func (c *Comparator) Run(ctx context.Context) error {
 	if c.ran.Swap(true) {
 		return errors.New("compare: a Comparator runs once")
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: every reader and the server stop first
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	if c.cfg.HTTP.Listen != "off" {
 		srv, err := httpserver.Listen(c.cfg.HTTP.Listen, c.Handler())
 		if err != nil {
