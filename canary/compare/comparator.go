@@ -182,6 +182,11 @@ func (c *Comparator) Run(ctx context.Context) error {
 		}
 		defer s.Close()
 		sess = s
+		// Give the first session a moment, so that the first round knows
+		// the targets; a ZooKeeper that is down only delays them.
+		wctx, wcancel := context.WithTimeout(ctx, c.cfg.ZK.SessionTimeout)
+		_ = sess.WaitUsable(wctx)
+		wcancel()
 	}
 	readers := map[string]*targetReader{}
 	defer func() {
