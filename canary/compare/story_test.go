@@ -1,0 +1,218 @@
+package compare
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotpair/hotpair/canary/compare/comparetest"
+	"github.com/hotpair/hotpair/contract"
+)
+
+// TestStories runs the verdict stories of testdata/stories/*.txt: what the
+// three pipelines write, rounds as time passes, and what the report says.
+// One target, "cand", copies the primary. Commands, one a line (# starts a
+// comment):
+//
+//	config KEY=VALUE…          min_points, min_campaigns, relative, absolute, stale
+//	write PIPELINES K=V…       PIPELINES: primary,standby,dark; campaigns=N [from=I]
+//	                           [status=S] [spent=N] [rate=F] [mult=F]
+//	advance D                  time passes by D (the writes settle), then a round
+//	expect K=V…                verdict=, campaigns=, points= (each output's)
+//	expect-field OUT/FIELD K=V… verdict=, raw=DIFFS/POINTS, noise=DIFFS/POINTS
+//	expect-reason TEXT         a reason of the target contains TEXT
+func TestStories(t *testing.T) {
+	files, _ := filepath.Glob("testdata/stories/*.txt")
+	if len(files) < 5 {
+		t.Fatalf("only %d stories", len(files))
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &story{t: t, rules: DefaultRules(), now: t0}
+			for i, line := range strings.Split(string(b), "\n") {
+				line, _, _ = strings.Cut(line, "#")
+				if line = strings.TrimSpace(line); line != "" {
+					s.line = i + 1
+					s.do(line)
+				}
+			}
+		})
+	}
+}
+
+type story struct {
+	t     *testing.T
+	line  int
+	rules Rules
+	eng   *Engine
+	now   time.Time
+}
+
+func (s *story) fatalf(format string, args ...any) {
+	s.t.Helper()
+	s.t.Fatalf("line %d: "+format, append([]any{s.line}, args...)...)
+}
+
+func (s *story) engine() *Engine {
+	if s.eng == nil {
+		s.eng = NewEngine(s.rules)
+		s.eng.SetTargets([]Target{{Name: "cand", Source: contract.Primary}})
+	}
+	return s.eng
+}
+
+func (s *story) do(line string) {
+	s.t.Helper()
+	cmd, rest, _ := strings.Cut(line, " ")
+	args := strings.Fields(rest)
+	switch cmd {
+	case "config":
+		s.config(kvs(args))
+	case "write":
+		if len(args) == 0 {
+			s.fatalf("write PIPELINES K=V…")
+		}
+		s.write(strings.Split(args[0], ","), kvs(args[1:]))
+	case "advance":
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			s.fatalf("advance: %v", err)
+		}
+		s.now = s.now.Add(d)
+		s.engine().Round(s.now)
+	case "expect":
+		s.expect(kvs(args))
+	case "expect-field":
+		s.expectField(args)
+	case "expect-reason":
+		if r := strings.Join(s.report().Reasons, "\n"); !strings.Contains(r, rest) {
+			s.fatalf("no reason contains %q:\n%s", rest, r)
+		}
+	default:
+		s.fatalf("unknown command %q", cmd)
+	}
+}
+
+func kvs(args []string) map[string]string {
+	out := map[string]string{}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		out[k] = v
+	}
+	return out
+}
+
+func (s *story) num(kv map[string]string, key string, def float64) float64 {
+	v, ok := kv[key]
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		s.fatalf("%s=%q: %v", key, v, err)
+	}
+	return f
+}
+
+func (s *story) config(kv map[string]string) {
+	if s.eng != nil {
+		s.fatalf("config after the first write")
+	}
+	r := &s.rules
+	r.MinPoints = int(s.num(kv, "min_points", float64(r.MinPoints)))
+	r.MinCampaigns = int(s.num(kv, "min_campaigns", float64(r.MinCampaigns)))
+	r.Relative = s.num(kv, "relative", r.Relative)
+	r.Absolute = s.num(kv, "absolute", r.Absolute)
+	if v, ok := kv["stale"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			s.fatalf("stale: %v", err)
+		}
+		r.Stale = d
+	}
+	if err := r.Validate(); err != nil {
+		s.fatalf("%v", err)
+	}
+}
+
+func (s *story) write(pipelines []string, kv map[string]string) {
+	row := comparetest.Good()
+	if v, ok := kv["status"]; ok {
+		row.Status = v
+	}
+	row.Spent = int64(s.num(kv, "spent", float64(row.Spent)))
+	row.Rate, row.Mult = s.num(kv, "rate", row.Rate), s.num(kv, "mult", row.Mult)
+	from, n := int(s.num(kv, "from", 0)), int(s.num(kv, "campaigns", 1))
+	for _, p := range pipelines {
+		src := map[string]Source{"primary": Live(contract.Primary), "standby": Live(contract.Standby), "dark": Dark("cand")}[p]
+		if src == (Source{}) {
+			s.fatalf("pipeline %q: want primary, standby or dark", p)
+		}
+		for i := from; i < from+n; i++ {
+			c := fmt.Sprintf("c-%03d", i)
+			for _, o := range row.Outputs(s.t, c, s.now) {
+				if err := s.engine().ObserveOutput(src, o.Output, c, o.Value, s.now); err != nil {
+					s.fatalf("%v", err)
+				}
+			}
+		}
+	}
+}
+
+func (s *story) report() TargetReport {
+	s.t.Helper()
+	rep := s.engine().Report(s.now)
+	if len(rep.Targets) != 1 {
+		s.fatalf("report has %d targets", len(rep.Targets))
+	}
+	return rep.Targets[0]
+}
+
+func (s *story) expect(kv map[string]string) {
+	s.t.Helper()
+	tr := s.report()
+	got := map[string]string{"verdict": strings.ReplaceAll(tr.Verdict.String(), " ", "-"), "campaigns": strconv.Itoa(tr.Campaigns)}
+	if p, ok := kv["points"]; ok {
+		for o, n := range tr.Points {
+			if strconv.Itoa(n) != p {
+				s.fatalf("points of %s: %d, want %s", o, n, p)
+			}
+		}
+		delete(kv, "points")
+	}
+	for k, want := range kv {
+		if got[k] != want {
+			s.fatalf("%s=%s, want %s (reasons: %v)", k, got[k], want, tr.Reasons)
+		}
+	}
+}
+
+func (s *story) expectField(args []string) {
+	s.t.Helper()
+	if len(args) == 0 {
+		s.fatalf("expect-field OUTPUT/FIELD K=V…")
+	}
+	output, field, _ := strings.Cut(args[0], "/")
+	for _, f := range s.report().Fields {
+		if f.Output != output || f.Field != field {
+			continue
+		}
+		got := map[string]string{"verdict": strings.ReplaceAll(f.Verdict.String(), " ", "-"),
+			"raw": fmt.Sprintf("%d/%d", f.RawDiffs, f.RawPoints), "noise": fmt.Sprintf("%d/%d", f.NoiseDiffs, f.NoisePoints)}
+		for k, want := range kvs(args[1:]) {
+			if got[k] != want {
+				s.fatalf("%s %s=%s, want %s", args[0], k, got[k], want)
+			}
+		}
+		return
+	}
+	s.fatalf("no field %s", args[0])
+}
