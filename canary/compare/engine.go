@@ -139,8 +139,21 @@ func (e *Engine) Round(now time.Time) {
 	for _, h := range e.health {
 		h.prune(from)
 	}
+	// Live rows of campaigns no target samples go once a dark value of the
+	// same update could no longer be compared with them: the live tables
+	// hold the sampled campaigns, not every live campaign.
+	unsampled := func(k outputKey) bool {
+		for _, st := range e.targets {
+			if _, ok := st.table.ver[k]; ok {
+				return false
+			}
+		}
+		return true
+	}
+	old := now.Add(-(e.rules.Settle + e.rules.MaxSkew + e.rules.Interval))
 	for _, t := range e.live {
 		t.prune(from)
+		t.pruneIf(old, unsampled)
 	}
 }
 

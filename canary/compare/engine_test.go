@@ -243,6 +243,25 @@ func TestAlignment(t *testing.T) {
 	}
 }
 
+// The live tables keep only the campaigns a target samples, once a dark
+// value of the same update could no longer come.
+func TestLiveTablesHoldSampledCampaigns(t *testing.T) {
+	e := NewEngine(DefaultRules())
+	e.SetTargets([]Target{{Name: "cand", Source: contract.Primary}})
+	for i := range 10 {
+		write(t, e, Live(contract.Primary), fmt.Sprintf("c-%03d", i), goodRow(), t0)
+	}
+	write(t, e, Dark("cand"), "c-003", goodRow(), t0.Add(time.Second))
+	e.Round(t0.Add(5 * time.Second))
+	if n := len(e.live[0].ver); n != 30 {
+		t.Fatalf("rows dropped before a dark value could come: %d, want 30", n)
+	}
+	e.Round(t0.Add(13 * time.Second)) // settle 2s + max_skew 5s + interval 5s later
+	if n, ok := len(e.live[0].ver), e.live[0].out.Pacing["c-003"]; n != 3 || ok.Campaign != "c-003" {
+		t.Fatalf("live rows %d (want the sampled campaign's 3), c-003 kept: %v", n, ok.Campaign)
+	}
+}
+
 func fieldOf(t *testing.T, rep Report, output, field string) FieldReport {
 	t.Helper()
 	for _, f := range rep.Targets[0].Fields {

@@ -63,8 +63,13 @@ func diffs(a, b *table, k outputKey, tol outdiff.Tolerances) []outdiff.Diff {
 
 // prune forgets rows not updated since from: no round compares them again.
 func (t *table) prune(from time.Time) {
+	t.pruneIf(from, func(outputKey) bool { return true })
+}
+
+// pruneIf forgets the rows not updated since from for which drop holds.
+func (t *table) pruneIf(from time.Time, drop func(outputKey) bool) {
 	for k, v := range t.ver {
-		if v.received.Before(from) {
+		if v.received.Before(from) && drop(k) {
 			delete(t.ver, k)
 			switch k.output {
 			case outdiff.BudgetStatus:
