@@ -13,16 +13,14 @@ import (
 	"github.com/hotpair/hotpair/canary/compare/comparetest"
 )
 
-func TestDarkBadUsage(t *testing.T) {
+func TestDarkCompareBadUsage(t *testing.T) {
 	checkBadUsage(t, map[string]usageCase{
-		"dark alone":           {[]string{"dark"}, "subcommands"},
 		"compare no config":    {[]string{"dark", "compare"}, "--config is required"},
 		"report neither":       {[]string{"dark", "report"}, "give either --url or --config"},
 		"report both":          {[]string{"dark", "report", "--url", "http://x", "--config", "c.yml"}, "give either --url or --config"},
 		"report for zero":      {[]string{"dark", "report", "--config", "c.yml", "--for", "0s"}, "--for must be positive"},
 		"report stray arg":     {[]string{"dark", "report", "--url", "http://x", "extra"}, `unexpected argument "extra"`},
 		"report bad flag":      {[]string{"dark", "report", "--nope"}, "flag provided but not defined"},
-		"unknown subcommand":   {[]string{"dark", "nope"}, `unknown subcommand "nope"`},
 		"report for not a dur": {[]string{"dark", "report", "--config", "c.yml", "--for", "2"}, "invalid value"},
 	})
 }
