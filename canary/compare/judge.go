@@ -37,14 +37,10 @@ func (e *Engine) Report(now time.Time) Report {
 func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 	tr := TargetReport{Name: st.name, Source: st.source.String(), Campaigns: len(st.campaigns), LastPoint: st.lastPoint,
 		Points: map[string]int{}, Resources: e.resources(st)}
-	noisePoints := map[string]int{}
 	counts := map[fieldKey]*fieldCount{}
 	for _, r := range st.rounds {
 		for o, n := range r.points {
 			tr.Points[o] += n
-		}
-		for o, n := range r.noisePoints {
-			noisePoints[o] += n
 		}
 		for k, fc := range r.fields {
 			sum := counts[k]
@@ -52,6 +48,8 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 				sum = &fieldCount{}
 				counts[k] = sum
 			}
+			sum.rawPoints += fc.rawPoints
+			sum.noisePoints += fc.noisePoints
 			sum.rawDiffs += fc.rawDiffs
 			sum.noiseDiffs += fc.noiseDiffs
 			sum.rawSize += fc.rawSize
@@ -62,7 +60,7 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 	}
 	var regressions, short []string
 	for _, f := range outdiff.Fields() {
-		fr := e.judgeField(f, tr.Points[f.Output], noisePoints[f.Output], counts[fieldKey{f.Output, f.Name}])
+		fr := e.judgeField(f, tr.Points[f.Output], counts[fieldKey{f.Output, f.Name}])
 		tr.Fields = append(tr.Fields, fr)
 		switch fr.Verdict {
 		case Regression:
@@ -75,6 +73,10 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 	}
 	for _, o := range short {
 		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%s: %d points compared, need %d", o, tr.Points[o], e.rules.MinPoints))
+	}
+	if n := st.unsynced(); n > 0 && len(short) > 0 {
+		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%d sampled campaigns are not in sync with live: their spend today differs "+
+			"(a dark copy that began mid-day); their spend is compared by increments, their status, pacing and bid multiplier from their next day", n))
 	}
 	stale := st.lastPoint.IsZero() || now.Sub(st.lastPoint) > e.rules.Stale
 	if stale {
@@ -98,18 +100,19 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 	return tr
 }
 
-// judgeField applies the thresholds to one field's counts.
-func (e *Engine) judgeField(f outdiff.Field, points, noisePoints int, fc *fieldCount) FieldReport {
+// judgeField applies the thresholds to one field's counts; outputPoints
+// are its output's, which the minimum applies to.
+func (e *Engine) judgeField(f outdiff.Field, outputPoints int, fc *fieldCount) FieldReport {
 	if fc == nil {
 		fc = &fieldCount{}
 	}
-	fr := FieldReport{Output: f.Output, Field: f.Name, Exact: f.Exact, RawPoints: points, RawDiffs: fc.rawDiffs,
-		NoisePoints: noisePoints, NoiseDiffs: fc.noiseDiffs, Unexplained: fc.unexplained, Worst: fc.worst}
-	if points > 0 {
-		fr.RawRate = float64(fc.rawDiffs) / float64(points)
+	fr := FieldReport{Output: f.Output, Field: f.Name, Exact: f.Exact, RawPoints: fc.rawPoints, RawDiffs: fc.rawDiffs,
+		NoisePoints: fc.noisePoints, NoiseDiffs: fc.noiseDiffs, Unexplained: fc.unexplained, Worst: fc.worst}
+	if fc.rawPoints > 0 {
+		fr.RawRate = float64(fc.rawDiffs) / float64(fc.rawPoints)
 	}
-	if noisePoints > 0 {
-		fr.NoiseRate = float64(fc.noiseDiffs) / float64(noisePoints)
+	if fc.noisePoints > 0 {
+		fr.NoiseRate = float64(fc.noiseDiffs) / float64(fc.noisePoints)
 	}
 	if fc.rawDiffs > 0 {
 		fr.RawMeanSize = fc.rawSize / float64(fc.rawDiffs)
@@ -119,7 +122,7 @@ func (e *Engine) judgeField(f outdiff.Field, points, noisePoints int, fc *fieldC
 	}
 	excess := fr.RawRate - fr.NoiseRate
 	switch {
-	case points < e.rules.MinPoints:
+	case outputPoints < e.rules.MinPoints:
 		fr.Verdict = InsufficientData
 	case f.Exact && fc.unexplained > 0:
 		fr.Verdict = Regression

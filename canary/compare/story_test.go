@@ -20,7 +20,8 @@ import (
 //
 //	config KEY=VALUE…          min_points, min_campaigns, relative, absolute, stale
 //	write PIPELINES K=V…       PIPELINES: primary,standby,dark; campaigns=N [from=I]
-//	                           [status=S] [spent=N] [rate=F] [mult=F]
+//	                           [status=S] [day=D] [spent=N] [lifetime=N]
+//	                           [rate=F] [mult=F]
 //	advance D                  time passes by D (the writes settle), then a round
 //	expect K=V…                verdict=, campaigns=, points= (each output's)
 //	expect-field OUT/FIELD K=V… verdict=, raw=DIFFS/POINTS, noise=DIFFS/POINTS
@@ -148,7 +149,9 @@ func (s *story) write(pipelines []string, kv map[string]string) {
 	if v, ok := kv["status"]; ok {
 		row.Status = v
 	}
+	row.Day = kv["day"]
 	row.Spent = int64(s.num(kv, "spent", float64(row.Spent)))
+	row.Lifetime = int64(s.num(kv, "lifetime", 0))
 	row.Rate, row.Mult = s.num(kv, "rate", row.Rate), s.num(kv, "mult", row.Mult)
 	from, n := int(s.num(kv, "from", 0)), int(s.num(kv, "campaigns", 1))
 	for _, p := range pipelines {

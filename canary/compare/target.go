@@ -18,10 +18,8 @@ type targetState struct {
 	source contract.Side
 	table  *table
 	health *healthLog
-	// lastRaw and lastNoise are the versions (live, dark) and (primary,
-	// standby) of each row last compared: a row counts again only when one
-	// of its values changed.
-	lastRaw, lastNoise map[outputKey][2]uint64
+	// raw compares dark with live, noise primary with standby.
+	raw, noise *pairState
 	// campaigns were compared last at these times.
 	campaigns map[string]time.Time
 	lastPoint time.Time
@@ -39,56 +37,73 @@ type round struct {
 type fieldKey struct{ output, field string }
 
 type fieldCount struct {
-	rawDiffs, noiseDiffs int
-	rawSize, noiseSize   float64
-	unexplained          int
-	worst                []Example
+	rawPoints, noisePoints int
+	rawDiffs, noiseDiffs   int
+	rawSize, noiseSize     float64
+	unexplained            int
+	worst                  []Example
 }
 
 func newTargetState(t Target) *targetState {
 	return &targetState{name: t.Name, source: t.Source, table: newTable(), health: &healthLog{},
-		lastRaw: map[outputKey][2]uint64{}, lastNoise: map[outputKey][2]uint64{}, campaigns: map[string]time.Time{}}
+		raw: newPairState(), noise: newPairState(), campaigns: map[string]time.Time{}}
 }
 
 // round compares every row of the target's sampled campaigns that changed
 // and settled: dark against its source side (raw), and primary against
-// standby (noise) on the same rows.
+// standby (noise) on the same rows. Budget status goes first, so that the
+// other outputs know whether their campaign is in sync.
 func (st *targetState) round(e *Engine, now time.Time) {
 	r := round{at: now, points: map[string]int{}, noisePoints: map[string]int{}, fields: map[fieldKey]*fieldCount{}}
 	live, prim, stby := e.live[sideIndex(st.source)], e.live[0], e.live[1]
-	for k := range st.table.ver {
-		noise, noiseOK := []outdiff.Diff(nil), false
-		if vp, vs, ok := aligned(prim, stby, k, now, e.rules); ok {
-			noise, noiseOK = diffs(prim, stby, k, e.tol), true
-			if pair := [2]uint64{vp.seq, vs.seq}; st.lastNoise[k] != pair {
-				st.lastNoise[k] = pair
+	for _, first := range []bool{true, false} {
+		for k := range st.table.ver {
+			if (k.output == outdiff.BudgetStatus) != first {
+				continue
+			}
+			if ds, fields := st.noise.point(prim, stby, k, now, e.rules, e.tol); len(fields) > 0 {
 				r.noisePoints[k.output]++
-				for _, d := range noise {
-					fc := r.field(k.output, d.Field)
+				r.count(k.output, fields, ds, func(fc *fieldCount, d *outdiff.Diff) {
+					if d == nil {
+						fc.noisePoints++
+						return
+					}
 					fc.noiseDiffs++
 					fc.noiseSize += d.Size
+				})
+			}
+			ds, fields := st.raw.point(live, st.table, k, now, e.rules, e.tol)
+			if len(fields) == 0 {
+				continue
+			}
+			r.points[k.output]++
+			st.campaigns[k.campaign], st.lastPoint = now, now
+			noise := st.noise.diffs[k]
+			r.count(k.output, fields, ds, func(fc *fieldCount, d *outdiff.Diff) {
+				if d == nil {
+					fc.rawPoints++
+					return
 				}
-			}
-		}
-		vl, vd, ok := aligned(live, st.table, k, now, e.rules)
-		if pair := [2]uint64{vl.seq, vd.seq}; !ok || st.lastRaw[k] == pair {
-			continue
-		} else {
-			st.lastRaw[k] = pair
-		}
-		r.points[k.output]++
-		st.campaigns[k.campaign], st.lastPoint = now, now
-		for _, d := range diffs(live, st.table, k, e.tol) {
-			fc := r.field(k.output, d.Field)
-			fc.rawDiffs++
-			fc.rawSize += d.Size
-			if exact(k.output, d.Field) && !(noiseOK && slices.ContainsFunc(noise, func(n outdiff.Diff) bool { return n.Field == d.Field })) {
-				fc.unexplained++
-			}
-			fc.keep(Example{Campaign: k.campaign, Live: d.Baseline, Dark: d.Candidate, Size: d.Size, At: now})
+				fc.rawDiffs++
+				fc.rawSize += d.Size
+				if exact(k.output, d.Field) && !slices.ContainsFunc(noise, func(n outdiff.Diff) bool { return n.Field == d.Field }) {
+					fc.unexplained++
+				}
+				fc.keep(Example{Campaign: k.campaign, Live: d.Baseline, Dark: d.Candidate, Size: d.Size, At: now})
+			})
 		}
 	}
 	st.rounds = append(st.rounds, r)
+}
+
+// count calls add once per compared field (d nil) and once per difference.
+func (r *round) count(output string, fields []string, ds []outdiff.Diff, add func(*fieldCount, *outdiff.Diff)) {
+	for _, f := range fields {
+		add(r.field(output, f), nil)
+	}
+	for i := range ds {
+		add(r.field(output, ds[i].Field), &ds[i])
+	}
 }
 
 func (r *round) field(output, field string) *fieldCount {
@@ -143,12 +158,20 @@ func (st *targetState) prune(from time.Time) {
 		}
 	}
 	st.table.prune(from)
-	for _, m := range []map[outputKey][2]uint64{st.lastRaw, st.lastNoise} {
-		for k := range m {
-			if _, ok := st.table.ver[k]; !ok {
-				delete(m, k)
-			}
+	kept := func(k outputKey) bool { _, ok := st.table.ver[k]; return ok }
+	st.raw.forget(kept)
+	st.noise.forget(kept)
+	st.health.prune(from)
+}
+
+// unsynced counts the sampled campaigns whose spend today differed from
+// live's at their last compared budget status.
+func (st *targetState) unsynced() int {
+	n := 0
+	for _, ok := range st.raw.synced {
+		if !ok {
+			n++
 		}
 	}
-	st.health.prune(from)
+	return n
 }

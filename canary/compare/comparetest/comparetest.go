@@ -48,9 +48,13 @@ func Start(t testing.TB, target string) *Pipelines {
 // Row is one campaign's outputs.
 type Row struct {
 	Status string
-	Spent  int64
-	Rate   float64
-	Mult   float64
+	// Day is the budget day ("": the date written).
+	Day   string
+	Spent int64
+	// Lifetime is the spend over the campaign's life (0: Spent).
+	Lifetime int64
+	Rate     float64
+	Mult     float64
 }
 
 // Output is one encoded output record: its output's name and value.
@@ -63,12 +67,19 @@ type Output struct {
 func (r Row) Outputs(t testing.TB, campaign string, at time.Time) []Output {
 	t.Helper()
 	var out []Output
+	day, lifetime := r.Day, r.Lifetime
+	if day == "" {
+		day = at.Format("2006-01-02")
+	}
+	if lifetime == 0 {
+		lifetime = r.Spent
+	}
 	for _, o := range []struct {
 		name string
 		v    any
 	}{
-		{"budget-status", contract.BudgetStatus{V: 1, Campaign: campaign, Status: r.Status, Day: at.Format("2006-01-02"),
-			SpentTodayMicros: r.Spent, SpentLifetimeMicros: r.Spent, UpdatedAt: at}},
+		{"budget-status", contract.BudgetStatus{V: 1, Campaign: campaign, Status: r.Status, Day: day,
+			SpentTodayMicros: r.Spent, SpentLifetimeMicros: lifetime, UpdatedAt: at}},
 		{"pacing", contract.Pacing{V: 1, Campaign: campaign, Rate: r.Rate, UpdatedAt: at}},
 		{"bid-multipliers", contract.BidMultiplier{V: 1, Campaign: campaign, Multiplier: r.Mult, UpdatedAt: at}},
 	} {

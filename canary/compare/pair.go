@@ -1,0 +1,127 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/hotpair/hotpair/canary/outdiff"
+	"github.com/hotpair/hotpair/contract"
+)
+
+// pairState is what the comparison of two pipelines (dark and live, or
+// primary and standby) keeps per campaign between rounds.
+//
+// Two pipelines' states of a campaign are in sync when their spend today
+// is equal. A dark copy that began mid-day is not: its spend lacks what
+// live spent before, by a constant, until the campaign's next day. So spend
+// is compared by increments (what each update added since the last
+// compared one: both pipelines apply the same spend windows), and status,
+// day, pacing and bid multiplier, which follow from the spend, only while
+// the campaign is in sync.
+type pairState struct {
+	// last are the versions of each row last compared: a row counts again
+	// only when one of its values changed.
+	last map[outputKey][2]uint64
+	// spend is each campaign's last compared spend on both pipelines.
+	spend map[string]spendMark
+	// synced says whether the campaign's spend today was equal then.
+	synced map[string]bool
+	// diffs are each row's differences at its last compared point.
+	diffs map[outputKey][]outdiff.Diff
+}
+
+type spendMark struct {
+	dayA, dayB           string
+	todayA, todayB       int64
+	lifetimeA, lifetimeB int64
+}
+
+func newPairState() *pairState {
+	return &pairState{last: map[outputKey][2]uint64{}, spend: map[string]spendMark{}, synced: map[string]bool{},
+		diffs: map[outputKey][]outdiff.Diff{}}
+}
+
+// point compares row k of a (the baseline) with b's when both are aligned
+// and one of them changed since the last point. It returns the differences
+// and the fields compared (none when the row is no point now).
+func (ps *pairState) point(a, b *table, k outputKey, now time.Time, r Rules, tol outdiff.Tolerances) ([]outdiff.Diff, []string) {
+	va, vb, ok := aligned(a, b, k, now, r)
+	pair := [2]uint64{va.seq, vb.seq}
+	if !ok || ps.last[k] == pair {
+		return nil, nil
+	}
+	var ds []outdiff.Diff
+	var fields []string
+	if k.output == outdiff.BudgetStatus {
+		ds, fields = ps.status(k.campaign, a.out.Status[k.campaign], b.out.Status[k.campaign])
+	} else if ps.synced[k.campaign] {
+		ds, fields = diffs(a, b, k, tol), []string{valueField(k.output)}
+	} else {
+		return nil, nil // not in sync: compared once it is (the row is examined again)
+	}
+	ps.last[k], ps.diffs[k] = pair, ds
+	return ds, fields
+}
+
+// status compares two budget statuses: status and day while the campaign
+// is in sync, the spends by what they added since the last point.
+func (ps *pairState) status(campaign string, x, y contract.BudgetStatus) ([]outdiff.Diff, []string) {
+	var ds []outdiff.Diff
+	var fields []string
+	synced := x.SpentTodayMicros == y.SpentTodayMicros
+	if synced {
+		fields = append(fields, "status", "day")
+		for _, d := range outdiff.StatusDiffs(x, y) {
+			if d.Field == "status" || d.Field == "day" {
+				ds = append(ds, d)
+			}
+		}
+	}
+	if prev, ok := ps.spend[campaign]; ok {
+		fields = append(fields, "spent_lifetime_micros")
+		ds = append(ds, increment(campaign, "spent_lifetime_micros", x.SpentLifetimeMicros-prev.lifetimeA, y.SpentLifetimeMicros-prev.lifetimeB)...)
+		if prev.dayA == x.Day && prev.dayB == y.Day {
+			fields = append(fields, "spent_today_micros")
+			ds = append(ds, increment(campaign, "spent_today_micros", x.SpentTodayMicros-prev.todayA, y.SpentTodayMicros-prev.todayB)...)
+		}
+	}
+	ps.spend[campaign] = spendMark{dayA: x.Day, dayB: y.Day, todayA: x.SpentTodayMicros, todayB: y.SpentTodayMicros,
+		lifetimeA: x.SpentLifetimeMicros, lifetimeB: y.SpentLifetimeMicros}
+	ps.synced[campaign] = synced
+	return ds, fields
+}
+
+// increment is the difference of what two pipelines added to a spend.
+func increment(campaign, field string, a, b int64) []outdiff.Diff {
+	if a == b {
+		return nil
+	}
+	return []outdiff.Diff{{Output: outdiff.BudgetStatus, Key: campaign, Field: field,
+		Baseline: fmt.Sprintf("%+d", a), Candidate: fmt.Sprintf("%+d", b), Size: math.Abs(float64(a - b)),
+		Detail: "spend added since the last compared update"}}
+}
+
+// valueField is the compared field of the pacing and bid outputs.
+func valueField(output string) string {
+	if output == outdiff.Pacing {
+		return "rate"
+	}
+	return "multiplier"
+}
+
+// forget drops what the state keeps of rows no longer in keep.
+func (ps *pairState) forget(keep func(outputKey) bool) {
+	for k := range ps.last {
+		if !keep(k) {
+			delete(ps.last, k)
+			delete(ps.diffs, k)
+		}
+	}
+	for c := range ps.spend {
+		if !keep(outputKey{outdiff.BudgetStatus, c}) {
+			delete(ps.spend, c)
+			delete(ps.synced, c)
+		}
+	}
+}
