@@ -55,7 +55,12 @@ type lagTracker struct {
 }
 
 type topicLag struct {
-	name       string
+	name string
+	// listed: the topic's end offsets were measured at least once, so parts
+	// holds every partition. Until then the partitions known are only those
+	// fetched from, and the view is never caught up: a partition not yet
+	// fetched may hold records.
+	listed     bool
 	parts      map[int32]*partLag
 	err        string // the topic's error at the last measurement
 	records    int64
@@ -121,6 +126,7 @@ func (l *lagTracker) measured(serviceOf func(string) contract.Service, starts, e
 			t.err = o.Err.Error()
 			return
 		}
+		t.listed = true
 		pl := t.part(o.Partition)
 		pl.end = o.Offset
 		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Err == nil {
@@ -151,7 +157,7 @@ func (t *topicLag) behind() int64 {
 
 // check updates the caught-up state after a change.
 func (t *topicLag) check(now time.Time) {
-	if len(t.parts) == 0 || t.err != "" {
+	if !t.listed || len(t.parts) == 0 || t.err != "" {
 		return
 	}
 	all := true
@@ -181,7 +187,7 @@ func (l *lagTracker) report(side contract.Side, now time.Time) []ViewLag {
 		if vl.Error == "" {
 			vl.Error = t.err
 		}
-		vl.CaughtUp = len(t.parts) > 0 && vl.RecordsBehind == 0 && vl.Error == ""
+		vl.CaughtUp = t.listed && len(t.parts) > 0 && vl.RecordsBehind == 0 && vl.Error == ""
 		if !vl.CaughtUp {
 			since := t.caughtAt
 			if since.IsZero() {
