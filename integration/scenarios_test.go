@@ -88,7 +88,11 @@ var replayed = map[string]func(t *testing.T, bin string, res sandbox.Result){
 // one or two to a monitor window (3 s), so the window in which a side's
 // input rate drops under half the other's can differ by one; and the live
 // ticker's jitter can leave the grace clock a millisecond short at the end
-// of the grace period (one).
+// of the grace period (one). The replay dates a switch at the end of its
+// window; the read side sees a live one after the window's evaluation, the
+// publication and a ZooKeeper watch, which on a loaded machine (health
+// samples late, the monitor's tick late) cost up to one window more: a live
+// switch may come four windows after the replayed one, not more.
 func sameSwitches(t *testing.T, bin string, res sandbox.Result) {
 	t.Helper()
 	if len(res.Simulate) == 0 {
@@ -141,9 +145,9 @@ func sameSwitches(t *testing.T, bin string, res sandbox.Result) {
 		}
 		for i := range l {
 			d := r[i].at.Sub(l[i].at)
-			if r[i].to != l[i].to || d.Abs() > 3*window {
-				t.Errorf("%s switch %d: live to %s at %s, replay to %s at %s (%s apart, limit %s)",
-					svc, i+1, l[i].to, l[i].at.Format(time.RFC3339Nano), r[i].to, r[i].at.Format(time.RFC3339Nano), d, 3*window)
+			if r[i].to != l[i].to || d > 3*window || d < -4*window {
+				t.Errorf("%s switch %d: live to %s at %s, replay to %s at %s (%s apart, limit %s earlier, %s later)",
+					svc, i+1, l[i].to, l[i].at.Format(time.RFC3339Nano), r[i].to, r[i].at.Format(time.RFC3339Nano), d, 4*window, 3*window)
 			} else {
 				t.Logf("%s switch %d to %s: replay %s from the live one", svc, i+1, l[i].to, d.Round(10*time.Millisecond))
 			}
