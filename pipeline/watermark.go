@@ -20,9 +20,10 @@ type watermarks struct {
 
 type watermark struct {
 	maxTsMs, lastRecvMs int64
-	// lastWakeMs is when the wake-ups of this partition were last sent
-	// while it was behind (see wakeThreshold).
-	lastWakeMs int64
+	// While the partition is behind and busy (see wakeThreshold): when the
+	// last round of wake-ups of the panes due for an interval went out
+	// (wall ms), the clock then, and the threshold that round used.
+	lastWakeMs, lastWakeClockMs, intervalDueMs int64
 	// sinceMs is when this instance began to track the partition.
 	sinceMs int64
 	// crossed holds the wall time at which the newest event time passed each
@@ -89,8 +90,8 @@ func (w *watermarks) at(p int32, now time.Time) int64 {
 	return min(m.maxTsMs, nowMs)
 }
 
-// backlogWakeInterval is how often the wake-ups of a partition that is
-// behind are sent while its events keep coming (see wakeThreshold).
+// backlogWakeInterval is how long a pane of a partition that is behind and
+// busy may stay due before a wake-up closes it (see wakeThreshold).
 const backlogWakeInterval = time.Second
 
 // quietAfter is how long a partition receives nothing before its due panes
@@ -98,12 +99,19 @@ const backlogWakeInterval = time.Second
 const quietAfter = 100 * time.Millisecond
 
 // wakeThreshold is the clock the wake-ups of a partition are due by at wall
-// time now. A partition that is behind (its clock more than a window behind
-// the wall clock: a backlog, catching up) and busy sends them at most every
-// backlogWakeInterval: its campaigns' own events close most due panes
-// sooner and at no extra cost, while every wake-up is a record through the
-// loop topic and a state write. When a pane is emitted never changes what
-// it holds (lateness is decided by the clock at arrival).
+// time now. Live or quiet, it is the partition's clock: every due pane is
+// woken at once. A partition that is behind (its clock more than a window
+// behind the wall clock: a backlog, catching up) and busy wakes only the
+// panes that have been due for a while: those due for a whole window of its
+// event time (their campaigns have stopped; catching up fast, that is a
+// fraction of a second) and, every backlogWakeInterval, those that were due
+// at the previous such round (so none waits more than two intervals). The
+// campaigns' own events close the other panes sooner and at no extra cost,
+// while every wake-up is a record through the loop topic and a state write;
+// and the panes close spread out as their events come, not in a burst of
+// one SpendEvent per campaign every interval that the services must absorb.
+// When a pane is emitted never changes what it holds (lateness is decided
+// by the clock at arrival).
 func (w *watermarks) wakeThreshold(p int32, now time.Time) int64 {
 	clock := w.at(p, now)
 	nowMs := now.UnixMilli()
@@ -111,11 +119,15 @@ func (w *watermarks) wakeThreshold(p int32, now time.Time) int64 {
 	defer w.mu.Unlock()
 	m := w.mark(p, nowMs)
 	behind, busy := nowMs-clock > w.windowMs, nowMs-m.lastRecvMs < quietAfter.Milliseconds()
-	if behind && busy && nowMs-m.lastWakeMs < backlogWakeInterval.Milliseconds() {
-		return 0 // nothing is due before 1970
+	if !behind || !busy {
+		m.lastWakeMs, m.lastWakeClockMs, m.intervalDueMs = nowMs, clock, clock
+		return clock
 	}
-	m.lastWakeMs = nowMs
-	return clock
+	if nowMs-m.lastWakeMs >= backlogWakeInterval.Milliseconds() {
+		m.intervalDueMs = m.lastWakeClockMs
+		m.lastWakeMs, m.lastWakeClockMs = nowMs, clock
+	}
+	return max(clock-w.windowMs, m.intervalDueMs)
 }
 
 // closedAt returns the wall time (unix ms) at which the partition's clock

@@ -61,21 +61,36 @@ func TestWatermarkCloseTimes(t *testing.T) {
 	}
 }
 
-// A partition that is behind and busy sends its wake-ups at most every
-// backlogWakeInterval; live, or quiet, at once.
+// A partition that is behind and busy wakes the panes due for a window of
+// its event time, and every backlogWakeInterval those due at the previous
+// round; live, or quiet, every due pane at once.
 func TestWakeThreshold(t *testing.T) {
 	w := newWatermarks(10*time.Second, 10*time.Second, 5*time.Second)
 	t0 := time.UnixMilli(1_800_000_000_000)
+	window := int64(10_000)
 	recv := t0.Add(10 * time.Minute) // ten minutes behind
 	w.observe(0, t0.UnixMilli(), recv.UnixMilli())
-	if got := w.wakeThreshold(0, recv.Add(10*time.Millisecond)); got != t0.UnixMilli() {
-		t.Fatalf("first wake-up round of a partition behind: threshold %d, want its clock", got)
+	if got := w.wakeThreshold(0, recv.Add(10*time.Millisecond)); got != t0.UnixMilli()-window {
+		t.Fatalf("a busy partition behind: threshold %+d ms, want its clock less a window", got-t0.UnixMilli())
 	}
-	if got := w.wakeThreshold(0, recv.Add(20*time.Millisecond)); got != 0 {
-		t.Fatalf("a busy partition behind woke again within %s", backlogWakeInterval)
+	// Catching up: 30 s of event time in the next 600 ms.
+	clock := t0.Add(30 * time.Second)
+	w.observe(0, clock.UnixMilli(), recv.Add(600*time.Millisecond).UnixMilli())
+	if got := w.wakeThreshold(0, recv.Add(610*time.Millisecond)); got != clock.UnixMilli()-window {
+		t.Fatalf("a busy partition behind, within %s: threshold %+d ms, want its clock less a window",
+			backlogWakeInterval, got-t0.UnixMilli())
 	}
-	if got := w.wakeThreshold(0, recv.Add(quietAfter+time.Millisecond)); got != t0.UnixMilli() {
-		t.Fatalf("a quiet partition behind: threshold %d, want its clock", got)
+	// Catching up slowly (2 s of event time in a second), the panes due at
+	// the previous round are woken an interval later.
+	slow := newWatermarks(10*time.Second, 10*time.Second, 5*time.Second)
+	slow.observe(0, t0.UnixMilli(), recv.UnixMilli())
+	slow.wakeThreshold(0, recv)
+	slow.observe(0, t0.UnixMilli()+2_000, recv.Add(time.Second).UnixMilli())
+	if got := slow.wakeThreshold(0, recv.Add(time.Second)); got != t0.UnixMilli() {
+		t.Fatalf("a slow catch-up, an interval later: threshold %+d ms, want the clock of the previous round", got-t0.UnixMilli())
+	}
+	if got := slow.wakeThreshold(0, recv.Add(time.Second+quietAfter+time.Millisecond)); got != t0.UnixMilli()+2_000 {
+		t.Fatalf("a quiet partition behind: threshold %+d ms, want its clock", got-t0.UnixMilli())
 	}
 	live := time.UnixMilli(t0.UnixMilli() + 1_000)
 	w.observe(1, t0.UnixMilli(), live.UnixMilli())
