@@ -111,7 +111,14 @@ const windowsLayout, campaignLayout = 1, 1
 
 // MarshalBinary encodes the aggregator state.
 func (w *Windows) MarshalBinary() ([]byte, error) {
-	e := enc(make([]byte, 0, 48+24*len(w.Panes))).uvarint(windowsLayout).
+	return w.AppendBinary(make([]byte, 0, w.sizeHint()))
+}
+
+func (w *Windows) sizeHint() int { return 48 + 24*len(w.Panes) }
+
+// AppendBinary appends the encoding of the aggregator state to b.
+func (w *Windows) AppendBinary(b []byte) ([]byte, error) {
+	e := enc(b).uvarint(windowsLayout).
 		varint(w.ClosedThroughMs).varint(w.NextOffset).varint(w.LatenessMs).varint(w.SizeMs).varint(w.Late).
 		uvarint(uint64(len(w.Panes)))
 	for _, p := range w.Panes {
@@ -140,8 +147,15 @@ func (w *Windows) UnmarshalBinary(b []byte) error {
 
 // MarshalBinary encodes a service's campaign state.
 func (c *Campaign) MarshalBinary() ([]byte, error) {
+	return c.AppendBinary(make([]byte, 0, c.sizeHint()))
+}
+
+func (c *Campaign) sizeHint() int { return 96 }
+
+// AppendBinary appends the encoding of a service's campaign state to b.
+func (c *Campaign) AppendBinary(b []byte) ([]byte, error) {
 	l := &c.Ledger
-	e := enc(make([]byte, 0, 96)).uvarint(campaignLayout).
+	e := enc(b).uvarint(campaignLayout).
 		str(l.Day).varint(l.SpentToday).varint(l.SpentLifetime).varint(l.Through).
 		varint(l.Applied).varint(l.Duplicates).uvarint(uint64(len(l.Late)))
 	for _, id := range l.Late {

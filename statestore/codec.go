@@ -26,7 +26,10 @@ type State interface {
 	// milliseconds, or 0 for never.
 	WakeAtMs() int64
 	encoding.BinaryMarshaler
+	encoding.BinaryAppender
 	encoding.BinaryUnmarshaler
+	// sizeHint is about how many bytes the encoding takes.
+	sizeHint() int
 }
 
 // Codec is the goka codec of a state type S (used as *S in goka).
@@ -35,20 +38,16 @@ type Codec[S any, PS interface {
 	State
 }] struct{}
 
-// Encode writes the envelope of a *S.
+// Encode writes the envelope of a *S, in one allocation.
 func (Codec[S, PS]) Encode(v any) ([]byte, error) {
 	s, ok := v.(PS)
 	if !ok {
 		return nil, fmt.Errorf("statestore: cannot encode %T", v)
 	}
-	body, err := s.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, headerLen, headerLen+len(body))
+	b := make([]byte, headerLen, headerLen+s.sizeHint())
 	b[0] = envelopeFormat
 	binary.BigEndian.PutUint64(b[1:headerLen], uint64(s.WakeAtMs()))
-	return append(b, body...), nil
+	return s.AppendBinary(b)
 }
 
 // Decode reads an envelope into a new *S.
