@@ -68,20 +68,20 @@ func (p *producer) Emit(topic, key string, value []byte) *goka.Promise {
 func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
 	promise, finish := goka.NewPromiseWithFinisher()
 	rec := &kgo.Record{Topic: topic, Key: []byte(key), Value: value}
-	for k, v := range headers {
-		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: v})
-	}
-	table := strings.HasSuffix(topic, tableSuffix)
-	p.cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) {
-		if !table {
-			finish(nil, err)
-			return
+	if len(headers) > 0 {
+		rec.Headers = make([]kgo.RecordHeader, 0, len(headers))
+		for k, v := range headers {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: v})
 		}
-		// goka reads the offset of a table write to store it with the state.
-		finish(&sarama.ProducerMessage{
-			Topic: r.Topic, Key: sarama.StringEncoder(key), Value: sarama.ByteEncoder(value),
-			Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
-		}, err)
+	}
+	if !strings.HasSuffix(topic, tableSuffix) {
+		p.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) { finish(nil, err) })
+		return promise
+	}
+	// goka reads the offset of a table write to store it with the state
+	// (and nothing else of the message).
+	p.cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) {
+		finish(&sarama.ProducerMessage{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}, err)
 	})
 	return promise
 }
