@@ -194,3 +194,26 @@ func takeover(b *testing.B, hot bool) (rebalance, takeover time.Duration) {
 	waitFor("the taken-over state recovered", pB.Ready)
 	return assigned.Sub(stopped), time.Since(assigned)
 }
+
+// BenchmarkRecordFloor measures what the pipeline's Kafka records alone
+// cost on goka, against bare goka in the same run (see pipebench.Floor):
+// "ratio" is the most the pipeline's own ratio could reach on the same
+// workload without a change in the records it reads and writes.
+func BenchmarkRecordFloor(b *testing.B) {
+	for _, campaigns := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("campaigns=%d", campaigns), func(b *testing.B) {
+			for range b.N {
+				r, err := pipebench.Floor(context.Background(), pipebench.Config{Campaigns: campaigns, Events: 200_000})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(r.Goka.EventsPerSec, "goka-events/s")
+				b.ReportMetric(r.Goka.EventsPerCPUSec, "goka-events/cpu-s")
+				b.ReportMetric(r.Floor.EventsPerSec, "floor-events/s")
+				b.ReportMetric(r.Floor.EventsPerCPUSec, "floor-events/cpu-s")
+				b.ReportMetric(float64(r.Emitted)/float64(r.Events), "records-passed-per-event")
+				b.ReportMetric(r.Ratio, "ratio")
+			}
+		})
+	}
+}

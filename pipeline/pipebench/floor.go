@@ -1,0 +1,160 @@
+package pipebench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafka/kgoka"
+	"github.com/hotpair/hotpair/statestore"
+)
+
+// FloorResult compares bare goka with the record floor of the pipeline on
+// the same workload, in the same run.
+type FloorResult struct {
+	Campaigns int `json:"campaigns"`
+	Events    int `json:"events"`
+	// Emitted is how many records the floor's first processor passed on to
+	// its second (one per campaign and window, but for each campaign's
+	// last window, which the pipeline closes by a wake-up).
+	Emitted int  `json:"emitted"`
+	Goka    Rate `json:"bare_goka"`
+	Floor   Rate `json:"floor"`
+	// Ratio is Floor / Goka events per second.
+	Ratio float64 `json:"ratio_to_bare_goka"`
+}
+
+// Sizes of the floor's records: those of the pipeline's for the workload
+// (an aggregator state with one pane, a SpendEvent, a campaign state, a
+// BudgetStatus).
+const (
+	floorWindowsState, floorSpend, floorCampaignState, floorStatus = 39, 267, 53, 173
+)
+
+// Floor measures what the pipeline's Kafka records alone cost on goka: two
+// processors on hotpair's Kafka client doing, for cfg's workload, the
+// record operations the aggregator and the budget enforcer do and nothing
+// else — the first reads and decodes each ad event (the least an
+// aggregator does) and writes its key's state, and passes a record on when
+// the event starts a new window of its campaign;
+// the second reads each, writes its key's state and emits an output, with
+// records of the pipeline's sizes — against bare goka counting per key
+// (Run's baseline), in the same run. No decoding, no windows, no metrics,
+// no wake-ups: the ratio is a ceiling for the pipeline's on this workload.
+func Floor(ctx context.Context, cfg Config) (FloorResult, error) {
+	cfg.applyDefaults()
+	if err := cfg.validate(); err != nil {
+		return FloorResult{}, err
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return FloorResult{}, fmt.Errorf("pipebench: starting kfake: %w", err)
+	}
+	defer cluster.Close()
+	c := kafka.Cluster{Brokers: cluster.ListenAddrs()}
+	res := FloorResult{Campaigns: cfg.Campaigns, Events: cfg.Events}
+	w := newWorkload(cfg.Campaigns, cfg.Events, cfg.Partitions, time.Now())
+	topics := []kafka.TopicSpec{{Name: topicAdEvents}, {Name: "bench-floor-spend"}, {Name: "bench-floor-status"}}
+	if err := kafka.EnsureTopics(ctx, c, cfg.Partitions, 1, topics...); err != nil {
+		return res, fmt.Errorf("pipebench: %w", err)
+	}
+	if err := w.produce(ctx, c); err != nil {
+		return res, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	if res.Goka, err = bareGoka(pctx, c, "bench-bare-goka", w.records(), false); err != nil {
+		return res, fmt.Errorf("pipebench: bare goka: %w", err)
+	}
+	if res.Floor, res.Emitted, err = floor(pctx, c, w); err != nil {
+		return res, fmt.Errorf("pipebench: floor: %w", err)
+	}
+	res.Ratio = res.Floor.EventsPerSec / res.Goka.EventsPerSec
+	return res, nil
+}
+
+func floor(ctx context.Context, c kafka.Cluster, w *workload) (Rate, int, error) {
+	n := w.records()
+	var consumed, emitted, applied atomic.Int64
+	var wall, cpu atomic.Int64
+	spend, status := make([]byte, floorSpend), make([]byte, floorStatus)
+	agg := goka.DefineGroup("bench-floor-agg",
+		goka.Input(topicAdEvents, new(codec.Bytes), func(ctx goka.Context, msg any) {
+			if consumed.Add(1) == 1 {
+				wall.Store(time.Now().UnixNano())
+				cpu.Store(int64(cpuTime()))
+			}
+			ev, err := contract.DecodeAdEvent(msg.([]byte))
+			if err != nil {
+				ctx.Fail(err)
+			}
+			start := statestore.WindowStartMs(ev.TS.UnixMilli(), window.Milliseconds())
+			old, _ := ctx.Value().([]byte)
+			state := make([]byte, floorWindowsState)
+			binary.BigEndian.PutUint64(state, uint64(start))
+			ctx.SetValue(state)
+			if old != nil && int64(binary.BigEndian.Uint64(old)) != start {
+				emitted.Add(1)
+				ctx.Emit("bench-floor-spend", ctx.Key(), spend)
+			}
+		}),
+		goka.Output("bench-floor-spend", new(codec.Bytes)),
+		goka.Persist(new(codec.Bytes)),
+	)
+	budget := goka.DefineGroup("bench-floor-budget",
+		goka.Input("bench-floor-spend", new(codec.Bytes), func(ctx goka.Context, _ any) {
+			_ = ctx.Value()
+			ctx.SetValue(make([]byte, floorCampaignState))
+			ctx.Emit("bench-floor-status", ctx.Key(), status)
+			applied.Add(1)
+		}),
+		goka.Output("bench-floor-status", new(codec.Bytes)),
+		goka.Persist(new(codec.Bytes)),
+	)
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopped := make(chan error, 2)
+	running := 0
+	for _, g := range []*goka.GroupGraph{agg, budget} {
+		sb, err := statestore.Config{Backend: statestore.BackendMemory}.Builder("bench", string(g.Group()), "", nil)
+		if err != nil {
+			return Rate{}, 0, err
+		}
+		opts := append(kgoka.Builders{ClientID: string(g.Group()), Replication: 1}.ProcessorOptions(),
+			goka.WithStorageBuilder(sb), goka.WithLogger(quietLogger{}))
+		proc, err := goka.NewProcessor(c.Brokers, g, opts...)
+		if err != nil {
+			return Rate{}, 0, err
+		}
+		running++
+		go func() { stopped <- proc.Run(pctx) }()
+	}
+	defer func() {
+		cancel()
+		for range running {
+			<-stopped
+		}
+	}()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for consumed.Load() < int64(n) || applied.Load() < emitted.Load() {
+		select {
+		case <-ctx.Done():
+			return Rate{}, 0, fmt.Errorf("%d of %d events consumed, %d of %d records applied: %w",
+				consumed.Load(), n, applied.Load(), emitted.Load(), ctx.Err())
+		case err := <-stopped:
+			running--
+			return Rate{}, 0, fmt.Errorf("a processor stopped: %v", err)
+		case <-t.C:
+		}
+	}
+	return rate(n, time.Unix(0, wall.Load()), time.Duration(cpu.Load())), int(emitted.Load()), nil
+}
