@@ -34,6 +34,7 @@ type token struct {
 	raw     []byte // the value's bytes, quotes included for strings
 	present bool   // seen and not null
 	escaped bool   // a string with escapes or non-ASCII bytes
+	n       int64  // an integer's value
 }
 
 // maxDepth is encoding/json's nesting limit.
@@ -59,13 +60,17 @@ func scanObject(b []byte, fields []wireField, toks []token) error {
 				return s.syntaxError()
 			}
 			s.ws()
-			start := s.i
-			s.skipValue(2)
+			start, vesc := s.i, false
+			if s.i < len(b) && b[s.i] == '"' {
+				_, vesc = s.str()
+			} else {
+				s.skipValue(2)
+			}
 			if s.err {
 				return s.syntaxError()
 			}
 			if i := fieldIndex(fields, key, kesc); i >= 0 && typeErr == nil {
-				typeErr = setToken(&toks[i], fields[i], b[start:s.i])
+				typeErr = setToken(&toks[i], fields[i], b[start:s.i], vesc)
 			}
 			s.ws()
 			if s.eat('}') {
@@ -86,20 +91,23 @@ func scanObject(b []byte, fields []wireField, toks []token) error {
 	return nil
 }
 
-// setToken checks a field's value and keeps it as the field's last.
-func setToken(t *token, f wireField, v []byte) *DecodeError {
+// setToken checks a field's value and keeps it as the field's last;
+// escaped says whether a string value has escapes or bytes outside
+// printable ASCII.
+func setToken(t *token, f wireField, v []byte, escaped bool) *DecodeError {
 	switch {
 	case v[0] == 'n': // null
 		*t = token{}
 		return nil
 	case f.kind == kindString && v[0] == '"':
-		*t = token{raw: v, present: true, escaped: needsUnquote(v)}
+		*t = token{raw: v, present: true, escaped: escaped}
 		return nil
 	case f.kind == kindInt && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
-		if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
 			return badRecord(ReasonWrongType, f.name, "want int64, got JSON number %s", v)
 		}
-		*t = token{raw: v, present: true}
+		*t = token{raw: v, present: true, n: n}
 		return nil
 	}
 	want := map[fieldKind]string{kindString: "string", kindInt: "int64"}[f.kind]
@@ -145,17 +153,6 @@ func fieldIndex(fields []wireField, key []byte, escaped bool) int {
 	return -1
 }
 
-// needsUnquote reports whether a JSON string token has escapes or bytes
-// outside printable ASCII, which encoding/json's rules must decode.
-func needsUnquote(v []byte) bool {
-	for _, c := range v[1 : len(v)-1] {
-		if c == '\\' || c >= 0x80 {
-			return true
-		}
-	}
-	return false
-}
-
 // str returns a string field's value and whether it is present.
 func (t token) str() (string, bool) {
 	switch {
@@ -174,8 +171,7 @@ func (t token) int64() (int64, bool) {
 	if !t.present {
 		return 0, false
 	}
-	n, _ := strconv.ParseInt(string(t.raw), 10, 64) // validated by setToken
-	return n, true
+	return t.n, true
 }
 
 // scanner checks JSON syntax; err is set at the first error.
