@@ -52,6 +52,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 				b.ReportMetric(r.Steady.StatusHop.P99Ms, "steady-status-hop-p99-ms")
 				b.ReportMetric(r.Steady.CloseToStatus.P50Ms, "steady-close-status-p50-ms")
 				b.ReportMetric(r.Steady.CloseToStatus.P99Ms, "steady-close-status-p99-ms")
+				b.ReportMetric(r.StreamEnd.SpendHop.P99Ms, "stream-end-spend-hop-p99-ms")
+				b.ReportMetric(r.StreamEnd.CloseToStatus.P99Ms, "stream-end-close-status-p99-ms")
 				b.ReportMetric(r.Idle.IngestHop.P99Ms, "idle-ingest-hop-p99-ms")
 				b.ReportMetric(r.Idle.SpendHop.P99Ms, "idle-spend-hop-p99-ms")
 				b.ReportMetric(r.Idle.StatusHop.P99Ms, "idle-status-hop-p99-ms")

@@ -107,7 +107,7 @@ func writeBenchText(w io.Writer, r pipebench.Result) {
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "latency p50 / p99, ms\tbacklog\tsteady %.0f ev/s\tidle\t\n", r.SteadyRate)
+	fmt.Fprintf(tw, "latency p50 / p99, ms\tbacklog\tsteady %.0f ev/s\tstream end\tidle\t\n", r.SteadyRate)
 	q := func(x pipebench.Quantiles) string {
 		if x.N == 0 {
 			return "-"
@@ -115,15 +115,15 @@ func writeBenchText(w io.Writer, r pipebench.Result) {
 		return fmt.Sprintf("%.1f / %.1f", x.P50Ms, x.P99Ms)
 	}
 	for _, row := range []struct {
-		name                  string
-		backlog, steady, idle pipebench.Quantiles
+		name                       string
+		backlog, steady, end, idle pipebench.Quantiles
 	}{
-		{"ingest hop: ad event → aggregator", r.Backlog.IngestHop, r.Steady.IngestHop, r.Idle.IngestHop},
-		{"spend hop: aggregator → budget", r.Backlog.SpendHop, r.Steady.SpendHop, r.Idle.SpendHop},
-		{"status hop: budget → reader", r.Backlog.StatusHop, r.Steady.StatusHop, r.Idle.StatusHop},
-		{"window close → budget status", r.Backlog.CloseToStatus, r.Steady.CloseToStatus, r.Idle.CloseToStatus},
+		{"ingest hop: ad event → aggregator", r.Backlog.IngestHop, r.Steady.IngestHop, r.StreamEnd.IngestHop, r.Idle.IngestHop},
+		{"spend hop: aggregator → budget", r.Backlog.SpendHop, r.Steady.SpendHop, r.StreamEnd.SpendHop, r.Idle.SpendHop},
+		{"status hop: budget → reader", r.Backlog.StatusHop, r.Steady.StatusHop, r.StreamEnd.StatusHop, r.Idle.StatusHop},
+		{"window close → budget status", r.Backlog.CloseToStatus, r.Steady.CloseToStatus, r.StreamEnd.CloseToStatus, r.Idle.CloseToStatus},
 	} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", row.name, q(row.backlog), q(row.steady), q(row.idle))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", row.name, q(row.backlog), q(row.steady), q(row.end), q(row.idle))
 	}
 	tw.Flush()
 }

@@ -121,11 +121,16 @@ type Result struct {
 	Ratio float64 `json:"ratio_to_bare_goka"`
 	// Backlog are the latencies while the backlog drains at full speed
 	// (saturated: the hops include queueing); Steady those while events
-	// arrive at SteadyRate, a fraction of the backlog throughput; Idle those
-	// of the probes, sent one at a time at the end.
+	// arrive at SteadyRate, a fraction of the backlog throughput (from a
+	// sixth of the phase in to the end of its events); StreamEnd those from
+	// then until every window of the phase is applied: the steady events
+	// stop and the sentinels close every campaign's open window at once, a
+	// burst of one SpendEvent per campaign as at a live window close; Idle
+	// those of the probes, sent one at a time at the end.
 	Backlog    Latencies `json:"backlog"`
 	SteadyRate float64   `json:"steady_events_per_sec"`
 	Steady     Latencies `json:"steady"`
+	StreamEnd  Latencies `json:"stream_end"`
 	Idle       Latencies `json:"idle"`
 }
 

@@ -82,17 +82,26 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 		return err
 	}
 	defer cl.Close()
-	rd.setPhase(phaseSteady)
+	// Its latencies are those observed from a sixth of the way in (past its
+	// start, when the rate steps up from idle) to the end of its events, while
+	// they keep coming; the end of the stream — the sentinels close every
+	// campaign's open window at once, a burst of one SpendEvent per
+	// campaign, as a live window close does — is measured on its own.
+	rd.setPhase(phaseSettling)
 	res.SteadyRate = cfg.SteadyLoad * res.Pipeline.EventsPerSec
-	records, windows, err := w.produceSteady(ctx, cl, res.SteadyRate, cfg.SteadyFor)
+	var settled, ending snapshots
+	records, windows, err := w.produceSteady(ctx, cl, res.SteadyRate, cfg.SteadyFor,
+		func() { settled = m.snapshot(); rd.setPhase(phaseSteady) },
+		func() { ending = m.snapshot(); rd.setPhase(phaseEnd) })
 	if err != nil {
 		return err
 	}
+	res.Steady = ending.latencies(settled, rd.hops(phaseSteady))
 	if err := m.awaitWindows(ctx, w.records()+records, res.Windows+windows); err != nil {
 		return fmt.Errorf("steady phase: %w", err)
 	}
 	steady := m.snapshot()
-	res.Steady = steady.latencies(backlog, rd.hops(phaseSteady))
+	res.StreamEnd = steady.latencies(ending, rd.hops(phaseEnd))
 	statuses := int(m.get("hotpair_stage_outputs_total", contract.StageBudget))
 
 	// Idle: one probe at a time, each awaited at the reader.
@@ -218,8 +227,11 @@ func exactQuantiles(d []time.Duration) Quantiles {
 
 const (
 	phaseBacklog = iota
+	phaseSettling
 	phaseSteady
+	phaseEnd
 	phaseIdle
+	phases
 )
 
 // statusReader consumes budget-status as a read-side view would: it keeps
@@ -233,7 +245,7 @@ type statusReader struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	phase  int
-	hopsBy [3][]time.Duration
+	hopsBy [phases][]time.Duration
 	last   map[string][]byte
 	count  int
 }

@@ -142,17 +142,26 @@ func (w *workload) produce(ctx context.Context, c kafka.Cluster) error {
 
 // produceSteady writes the steady phase's events at rate per second for d,
 // then the sentinels that close their windows, and returns how many events
-// it wrote (sentinels included) and how many windows they hold.
-func (w *workload) produceSteady(ctx context.Context, cl *kgo.Client, rate float64, d time.Duration) (records, windows int, err error) {
+// it wrote (sentinels included) and how many windows they hold. It calls
+// settled a sixth of d in, and ending just before the sentinels.
+func (w *workload) produceSteady(ctx context.Context, cl *kgo.Client, rate float64, d time.Duration, settled, ending func()) (records, windows int, err error) {
 	const tick = 10 * time.Millisecond
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	start, i := time.Now(), w.events
 	for now := start; now.Sub(start) < d; now = <-t.C {
+		if settled != nil && now.Sub(start) >= d/6 {
+			settled()
+			settled = nil
+		}
 		for due := w.events + int(rate*now.Sub(start).Seconds()); i < due; i++ {
 			cl.Produce(ctx, w.event(i), nil)
 		}
 	}
+	if settled != nil {
+		settled()
+	}
+	ending()
 	for p := range w.partitions {
 		cl.Produce(ctx, w.sentinel(p, i), nil)
 	}
