@@ -30,34 +30,42 @@ import (
 // ("goka-events/s", the framework's own ceiling; "ratio" = pipeline / goka)
 // and a raw franz-go consumer, on the same records in the same run; and the
 // latencies while the backlog drains, under a steady load at half that
-// throughput, and idle (see pipebench.Result).
+// throughput, at the end of that stream, and idle (see pipebench.Result).
 func BenchmarkEndToEnd(b *testing.B) {
+	forWorkloads(b, func(b *testing.B, cfg pipebench.Config) {
+		r, err := pipebench.Run(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(r.Raw.EventsPerSec, "raw-events/s")
+		b.ReportMetric(r.Goka.EventsPerSec, "goka-events/s")
+		b.ReportMetric(r.GokaHotpair.EventsPerSec, "goka-hotpair-client-events/s")
+		b.ReportMetric(r.Pipeline.EventsPerSec, "pipeline-events/s")
+		b.ReportMetric(r.Pipeline.EventsPerCPUSec, "pipeline-events/cpu-s")
+		b.ReportMetric(r.Ratio, "ratio")
+		b.ReportMetric(r.Backlog.SpendHop.P99Ms, "backlog-spend-hop-p99-ms")
+		b.ReportMetric(r.Backlog.CloseToStatus.P99Ms, "backlog-close-status-p99-ms")
+		b.ReportMetric(r.Steady.IngestHop.P99Ms, "steady-ingest-hop-p99-ms")
+		b.ReportMetric(r.Steady.SpendHop.P99Ms, "steady-spend-hop-p99-ms")
+		b.ReportMetric(r.Steady.StatusHop.P99Ms, "steady-status-hop-p99-ms")
+		b.ReportMetric(r.Steady.CloseToStatus.P50Ms, "steady-close-status-p50-ms")
+		b.ReportMetric(r.Steady.CloseToStatus.P99Ms, "steady-close-status-p99-ms")
+		b.ReportMetric(r.StreamEnd.SpendHop.P99Ms, "stream-end-spend-hop-p99-ms")
+		b.ReportMetric(r.StreamEnd.CloseToStatus.P99Ms, "stream-end-close-status-p99-ms")
+		b.ReportMetric(r.Idle.IngestHop.P99Ms, "idle-ingest-hop-p99-ms")
+		b.ReportMetric(r.Idle.SpendHop.P99Ms, "idle-spend-hop-p99-ms")
+		b.ReportMetric(r.Idle.StatusHop.P99Ms, "idle-status-hop-p99-ms")
+		b.ReportMetric(r.Idle.CloseToStatus.P99Ms, "idle-close-status-p99-ms")
+	})
+}
+
+// forWorkloads runs bench once per iteration on each workload of the
+// end-to-end benchmarks: 200k ad events over 1k and over 10k campaigns.
+func forWorkloads(b *testing.B, bench func(b *testing.B, cfg pipebench.Config)) {
 	for _, campaigns := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("campaigns=%d", campaigns), func(b *testing.B) {
 			for range b.N {
-				r, err := pipebench.Run(context.Background(), pipebench.Config{Campaigns: campaigns, Events: 200_000})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(r.Raw.EventsPerSec, "raw-events/s")
-				b.ReportMetric(r.Goka.EventsPerSec, "goka-events/s")
-				b.ReportMetric(r.GokaHotpair.EventsPerSec, "goka-hotpair-client-events/s")
-				b.ReportMetric(r.Pipeline.EventsPerSec, "pipeline-events/s")
-				b.ReportMetric(r.Pipeline.EventsPerCPUSec, "pipeline-events/cpu-s")
-				b.ReportMetric(r.Ratio, "ratio")
-				b.ReportMetric(r.Backlog.SpendHop.P99Ms, "backlog-spend-hop-p99-ms")
-				b.ReportMetric(r.Backlog.CloseToStatus.P99Ms, "backlog-close-status-p99-ms")
-				b.ReportMetric(r.Steady.IngestHop.P99Ms, "steady-ingest-hop-p99-ms")
-				b.ReportMetric(r.Steady.SpendHop.P99Ms, "steady-spend-hop-p99-ms")
-				b.ReportMetric(r.Steady.StatusHop.P99Ms, "steady-status-hop-p99-ms")
-				b.ReportMetric(r.Steady.CloseToStatus.P50Ms, "steady-close-status-p50-ms")
-				b.ReportMetric(r.Steady.CloseToStatus.P99Ms, "steady-close-status-p99-ms")
-				b.ReportMetric(r.StreamEnd.SpendHop.P99Ms, "stream-end-spend-hop-p99-ms")
-				b.ReportMetric(r.StreamEnd.CloseToStatus.P99Ms, "stream-end-close-status-p99-ms")
-				b.ReportMetric(r.Idle.IngestHop.P99Ms, "idle-ingest-hop-p99-ms")
-				b.ReportMetric(r.Idle.SpendHop.P99Ms, "idle-spend-hop-p99-ms")
-				b.ReportMetric(r.Idle.StatusHop.P99Ms, "idle-status-hop-p99-ms")
-				b.ReportMetric(r.Idle.CloseToStatus.P99Ms, "idle-close-status-p99-ms")
+				bench(b, pipebench.Config{Campaigns: campaigns, Events: 200_000})
 			}
 		})
 	}
@@ -202,20 +210,16 @@ func takeover(b *testing.B, hot bool) (rebalance, takeover time.Duration) {
 // "ratio" is the most the pipeline's own ratio could reach on the same
 // workload without a change in the records it reads and writes.
 func BenchmarkRecordFloor(b *testing.B) {
-	for _, campaigns := range []int{1_000, 10_000} {
-		b.Run(fmt.Sprintf("campaigns=%d", campaigns), func(b *testing.B) {
-			for range b.N {
-				r, err := pipebench.Floor(context.Background(), pipebench.Config{Campaigns: campaigns, Events: 200_000})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(r.Goka.EventsPerSec, "goka-events/s")
-				b.ReportMetric(r.Goka.EventsPerCPUSec, "goka-events/cpu-s")
-				b.ReportMetric(r.Floor.EventsPerSec, "floor-events/s")
-				b.ReportMetric(r.Floor.EventsPerCPUSec, "floor-events/cpu-s")
-				b.ReportMetric(float64(r.Emitted)/float64(r.Events), "records-passed-per-event")
-				b.ReportMetric(r.Ratio, "ratio")
-			}
-		})
-	}
+	forWorkloads(b, func(b *testing.B, cfg pipebench.Config) {
+		r, err := pipebench.Floor(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(r.Goka.EventsPerSec, "goka-events/s")
+		b.ReportMetric(r.Goka.EventsPerCPUSec, "goka-events/cpu-s")
+		b.ReportMetric(r.Floor.EventsPerSec, "floor-events/s")
+		b.ReportMetric(r.Floor.EventsPerCPUSec, "floor-events/cpu-s")
+		b.ReportMetric(float64(r.Emitted)/float64(r.Events), "records-passed-per-event")
+		b.ReportMetric(r.Ratio, "ratio")
+	})
 }
