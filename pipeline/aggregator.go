@@ -1,12 +1,14 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/statestore"
@@ -42,6 +44,7 @@ type aggregator struct {
 func newAggregator(p *Pipeline) *stage {
 	a := aggregator{stage: newStage(p, contract.StageAggregator), marks: newWatermarks(p.opts.IdleClose, p.opts.Window, p.opts.Lateness)}
 	a.threshold = a.marks.wakeThreshold
+	a.beforeWake = a.listEnds
 	// A backlog's last panes wait for their partition to fall quiet: look
 	// at least that often.
 	a.wakeTick = min(p.opts.WakeInterval, quietAfter)
@@ -56,6 +59,7 @@ func newAggregator(p *Pipeline) *stage {
 
 func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 	recv := a.receive(ctx)
+	a.marks.received(ctx.Partition(), ctx.Offset(), recv.UnixMilli())
 	if ts := ctx.Timestamp(); !ts.IsZero() { // when the ad event was written
 		a.m.hopLag.Observe(max(recv.Sub(ts), 0).Seconds())
 	}
@@ -110,6 +114,32 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 	}
 	a.closeDue(ctx, w, clock, recv)
 	ctx.SetValue(w)
+}
+
+// listEnds lists the ad-events log end offsets when a partition that is
+// behind has received nothing for a moment: it is quiet only if it has read
+// its input to the end, not while its consumer waits for a fetch (goka's
+// consumer fetches for all partitions at once, after the slowest has taken
+// its records) or for a CPU. Without them (an error), such a partition
+// counts as quiet, as it did before.
+func (a aggregator) listEnds(ctx context.Context, now time.Time) {
+	if !a.marks.needEnds(now) {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	listed, err := kadm.NewClient(a.p.client).ListEndOffsets(lctx, a.p.topics.AdEvents)
+	if err != nil {
+		a.p.log.Debug("listing the ad events' end offsets", "err", err)
+		return
+	}
+	ends := make(map[int32]int64)
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			ends[o.Partition] = o.Offset
+		}
+	})
+	a.marks.setEnds(ends)
 }
 
 // onWake closes the campaign's windows that are due.

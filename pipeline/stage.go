@@ -35,6 +35,8 @@ type stage struct {
 	threshold func(partition int32, now time.Time) int64
 	// wakeTick is how often due wake-ups are looked for (WakeInterval).
 	wakeTick time.Duration
+	// beforeWake, if set, runs before each round of wake-ups.
+	beforeWake func(ctx context.Context, now time.Time)
 
 	sampler sampler
 	gate    gate
@@ -226,6 +228,9 @@ func (st *stage) wakeLoop(ctx context.Context) {
 // are more; it waits while the client's buffer is full.
 func (st *stage) sendWakeups(ctx context.Context, now time.Time) {
 	st.m.pendingWakes.Set(float64(st.wake.Len()))
+	if st.beforeWake != nil {
+		st.beforeWake(ctx, now)
+	}
 	due := func(p int32) int64 { return st.threshold(p, now) }
 	for ctx.Err() == nil {
 		keys := st.wake.Due(now, due, wakeRetry, wakeBatch)

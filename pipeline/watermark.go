@@ -26,6 +26,12 @@ type watermark struct {
 	lastWakeMs, lastWakeClockMs, intervalDueMs int64
 	// sinceMs is when this instance began to track the partition.
 	sinceMs int64
+	// nextOffset is one past the newest input offset received; endOffset
+	// the input's log end when last listed (endKnown): a partition that
+	// has not read up to it is not quiet, however long since its last
+	// record (its consumer waits for a fetch, or for a CPU).
+	nextOffset, endOffset int64
+	endKnown              bool
 	// crossed holds the wall time at which the newest event time passed each
 	// of the most recent window closes (window end + lateness), oldest first.
 	crossed []crossing
@@ -72,6 +78,45 @@ func (w *watermarks) observe(p int32, tsMs, recvMs int64) bool {
 	return true
 }
 
+// received records that the partition's input record at offset arrived.
+func (w *watermarks) received(p int32, offset, recvMs int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.mark(p, recvMs)
+	m.nextOffset = max(m.nextOffset, offset+1)
+}
+
+// needEnds reports whether a partition is behind and has received nothing
+// for quietAfter: whether it is quiet depends on the input's log end.
+func (w *watermarks) needEnds(now time.Time) bool {
+	nowMs := now.UnixMilli()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range w.parts {
+		if w.behind(m, nowMs) && nowMs-m.lastRecvMs >= quietAfter.Milliseconds() {
+			return true
+		}
+	}
+	return false
+}
+
+// setEnds records the input's log end offsets by partition, listed now.
+func (w *watermarks) setEnds(ends map[int32]int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p, end := range ends {
+		if m := w.parts[p]; m != nil {
+			m.endOffset, m.endKnown = end, true
+		}
+	}
+}
+
+// behind reports whether the partition's clock is more than a window
+// behind the wall clock (a backlog, catching up).
+func (w *watermarks) behind(m *watermark, nowMs int64) bool {
+	return nowMs-w.clockOf(m, nowMs) > w.windowMs
+}
+
 // closeAfter returns the first window close (end + lateness) after tsMs.
 func (w *watermarks) closeAfter(tsMs int64) int64 {
 	end := statestore.WindowStartMs(tsMs-w.latenessMs, w.windowMs) + w.windowMs
@@ -83,7 +128,10 @@ func (w *watermarks) at(p int32, now time.Time) int64 {
 	nowMs := now.UnixMilli()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	m := w.mark(p, nowMs)
+	return w.clockOf(w.mark(p, nowMs), nowMs)
+}
+
+func (w *watermarks) clockOf(m *watermark, nowMs int64) int64 {
 	if nowMs-m.lastRecvMs >= w.idleMs {
 		return nowMs
 	}
@@ -94,8 +142,9 @@ func (w *watermarks) at(p int32, now time.Time) int64 {
 // busy may stay due before a wake-up closes it (see wakeThreshold).
 const backlogWakeInterval = time.Second
 
-// quietAfter is how long a partition receives nothing before its due panes
-// no longer wait for their campaigns' own events.
+// quietAfter is how long a partition that has read its input to the log end
+// receives nothing before its due panes no longer wait for their campaigns'
+// own events.
 const quietAfter = 100 * time.Millisecond
 
 // wakeThreshold is the clock the wake-ups of a partition are due by at wall
@@ -118,7 +167,9 @@ func (w *watermarks) wakeThreshold(p int32, now time.Time) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m := w.mark(p, nowMs)
-	behind, busy := nowMs-clock > w.windowMs, nowMs-m.lastRecvMs < quietAfter.Milliseconds()
+	behind := nowMs-clock > w.windowMs
+	unread := m.endKnown && m.nextOffset > 0 && m.nextOffset < m.endOffset
+	busy := nowMs-m.lastRecvMs < quietAfter.Milliseconds() || unread
 	if !behind || !busy {
 		m.lastWakeMs, m.lastWakeClockMs, m.intervalDueMs = nowMs, clock, clock
 		return clock

@@ -63,7 +63,8 @@ func TestWatermarkCloseTimes(t *testing.T) {
 
 // A partition that is behind and busy wakes the panes due for a window of
 // its event time, and every backlogWakeInterval those due at the previous
-// round; live, or quiet, every due pane at once.
+// round; live, or quiet (nothing received for a while and its input read to
+// the log end), every due pane at once.
 func TestWakeThreshold(t *testing.T) {
 	w := newWatermarks(10*time.Second, 10*time.Second, 5*time.Second)
 	t0 := time.UnixMilli(1_800_000_000_000)
@@ -91,6 +92,23 @@ func TestWakeThreshold(t *testing.T) {
 	}
 	if got := slow.wakeThreshold(0, recv.Add(time.Second+quietAfter+time.Millisecond)); got != t0.UnixMilli()+2_000 {
 		t.Fatalf("a quiet partition behind: threshold %+d ms, want its clock", got-t0.UnixMilli())
+	}
+	// A partition that has received nothing for a while but has not read
+	// its input to the log end is waiting for a fetch or a CPU, not quiet.
+	lag := newWatermarks(10*time.Second, 10*time.Second, 5*time.Second)
+	lag.received(0, 41, recv.UnixMilli())
+	lag.observe(0, t0.UnixMilli(), recv.UnixMilli())
+	gap := recv.Add(3 * quietAfter)
+	if !lag.needEnds(gap) {
+		t.Fatal("a partition behind without records for a while does not ask for the log end")
+	}
+	lag.setEnds(map[int32]int64{0: 100})
+	if got := lag.wakeThreshold(0, gap); got != t0.UnixMilli()-window {
+		t.Fatalf("a partition behind with unread records: threshold %+d ms, want its clock less a window", got-t0.UnixMilli())
+	}
+	lag.setEnds(map[int32]int64{0: 42})
+	if got := lag.wakeThreshold(0, gap); got != t0.UnixMilli() {
+		t.Fatalf("a partition behind that has read to the log end: threshold %+d ms, want its clock", got-t0.UnixMilli())
 	}
 	live := time.UnixMilli(t0.UnixMilli() + 1_000)
 	w.observe(1, t0.UnixMilli(), live.UnixMilli())
