@@ -148,8 +148,9 @@ const backlogWakeInterval = time.Second
 const quietAfter = 100 * time.Millisecond
 
 // wakeThreshold is the clock the wake-ups of a partition are due by at wall
-// time now. Live or quiet, it is the partition's clock: every due pane is
-// woken at once. A partition that is behind (its clock more than a window
+// time now. Live, or quiet (nothing received for quietAfter and, when the
+// log end has been listed, its input read to it), it is the partition's
+// clock: every due pane is woken at once. A partition that is behind (its clock more than a window
 // behind the wall clock: a backlog, catching up) and busy wakes only the
 // panes that have been due for a while: those due for a whole window of its
 // event time (their campaigns have stopped; catching up fast, that is a
