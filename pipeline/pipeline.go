@@ -170,6 +170,7 @@ type Pipeline struct {
 	log      *slog.Logger
 	metrics  *metrics
 	builders kgoka.Builders
+	stopping chan struct{} // closed when Run's context ends (kgoka.Builders.Stopping)
 	stages   []*stage
 	client   *kgo.Client // health samples and wake-ups
 
@@ -183,17 +184,20 @@ func New(opts Options) (*Pipeline, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	stopping := make(chan struct{})
 	p := &Pipeline{
-		opts:    opts,
-		topics:  contract.TopicsWithPrefix(opts.TopicPrefix),
-		log:     opts.Logger.With("side", opts.Side, "role", opts.Role),
-		metrics: newMetrics(opts.Registerer),
+		opts:     opts,
+		stopping: stopping,
+		topics:   contract.TopicsWithPrefix(opts.TopicPrefix),
+		log:      opts.Logger.With("side", opts.Side, "role", opts.Role),
+		metrics:  newMetrics(opts.Registerer),
 		builders: kgoka.Builders{
 			ClientID:       "hotpair-" + opts.Side.String() + "-" + opts.Instance,
 			Auth:           opts.KafkaAuth,
 			Replication:    int(opts.Replication),
 			Partitions:     int(opts.Partitions),
 			SessionTimeout: opts.SessionTimeout,
+			Stopping:       stopping,
 		},
 	}
 	for _, name := range contract.Stages() { // topological order, whatever the config's order
@@ -251,6 +255,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.log.Info("stage started", "service", st.name)
 	}
 	<-ctx.Done()
+	close(p.stopping)
 	for i := len(p.stages) - 1; i >= 0; i-- {
 		cancels[i]()
 		<-dones[i]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -17,6 +18,17 @@ import (
 // rebuilds): a processor facing a dead cluster fails instead of hanging.
 const ProducerDeliveryTimeout = 30 * time.Second
 
+// ProducerCloseTimeout bounds how long a stopping processor's producer
+// waits for what is buffered (Builders.Stopping, Close). On a reachable
+// cluster that takes milliseconds; on a dead one the records could only fail
+// at ProducerDeliveryTimeout, and goka waits for every pending emit before a
+// partition stops (up to a minute): a pipeline asked to stop would wait for
+// its last wake-ups and state writes to expire. Giving up is safe: goka
+// commits an input's offset only after its emits were written, so what was
+// not written is processed again at the next start, as after a crash (every
+// output has a deterministic id).
+const ProducerCloseTimeout = 5 * time.Second
+
 // producer is a goka.Producer on a franz-go client. goka's own producer is
 // sarama's async producer: every record passes four goroutines and channels
 // before it is batched, and batches are flushed on a timer (DESIGN §8: 100 ms
@@ -24,7 +36,9 @@ const ProducerDeliveryTimeout = 30 * time.Second
 // in the caller and sends as soon as a request slot is free, so batches grow
 // with load and an idle record goes out at once.
 type producer struct {
-	cl *kgo.Client
+	cl        *kgo.Client
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 // producerBuilder builds goka producers writing through a new franz-go
@@ -34,11 +48,11 @@ type producer struct {
 // in-sync replicas.
 func (b Builders) producerBuilder() goka.ProducerBuilder {
 	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
-		return newProducer(kafka.Cluster{Brokers: brokers, Auth: b.Auth}, clientID, hasher)
+		return newProducer(kafka.Cluster{Brokers: brokers, Auth: b.Auth}, clientID, hasher, b.Stopping)
 	}
 }
 
-func newProducer(c kafka.Cluster, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+func newProducer(c kafka.Cluster, clientID string, hasher func() hash.Hash32, stopping <-chan struct{}) (goka.Producer, error) {
 	hash := func(b []byte) uint32 {
 		h := hasher()
 		h.Write(b)
@@ -55,7 +69,33 @@ func newProducer(c kafka.Cluster, clientID string, hasher func() hash.Hash32) (g
 	if err != nil {
 		return nil, err
 	}
-	return &producer{cl: cl}, nil
+	p := &producer{cl: cl, closed: make(chan struct{})}
+	if stopping != nil {
+		go p.abortWhenStopping(stopping)
+	}
+	return p, nil
+}
+
+// abortWhenStopping fails what is still buffered ProducerCloseTimeout after
+// stopping closes, and every second after that until Close, so that goka's
+// wait for pending emits ends on a dead cluster too.
+func (p *producer) abortWhenStopping(stopping <-chan struct{}) {
+	select {
+	case <-stopping:
+	case <-p.closed:
+		return
+	}
+	t := time.NewTimer(ProducerCloseTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			p.cl.UnsafeAbortBufferedRecords()
+			t.Reset(time.Second)
+		case <-p.closed:
+			return
+		}
+	}
 }
 
 func (p *producer) Emit(topic, key string, value []byte) *goka.Promise {
@@ -90,12 +130,14 @@ func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka
 // only the promise of a table write needs the written record, for its offset.
 var tableSuffix = string(goka.GroupTable(""))
 
-// Close writes what is buffered (each record's promise is finished) and
-// closes the client.
+// Close writes what is buffered, for at most ProducerCloseTimeout, and
+// closes the client; every record's promise is finished (with an error if
+// it was not written).
 func (p *producer) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), ProducerDeliveryTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ProducerCloseTimeout)
 	defer cancel()
 	err := p.cl.Flush(ctx)
+	p.closeOnce.Do(func() { close(p.closed) })
 	p.cl.Close()
 	return err
 }

@@ -51,6 +51,10 @@ type Builders struct {
 	// SessionTimeout of the processors' consumer groups (default
 	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
+	// Stopping, closed when the processors are asked to stop, bounds the
+	// wait for their pending writes to ProducerCloseTimeout (nil: no bound
+	// but ProducerDeliveryTimeout).
+	Stopping <-chan struct{}
 }
 
 func (b Builders) cfg() *sarama.Config {
