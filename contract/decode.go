@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -244,6 +245,16 @@ type healthSampleWire struct {
 	Events          *int64        `json:"events"`
 	LagMs           *LagHistogram `json:"lag_ms"`
 	LagMsMax        *int64        `json:"lag_ms_max"`
+	// Optional in v=1: samples of an older build have neither.
+	DeadLetters *int64                 `json:"dead_letters"`
+	Resources   *instanceResourcesWire `json:"resources"`
+}
+
+type instanceResourcesWire struct {
+	CPUSeconds     *float64 `json:"cpu_seconds"`
+	RSSBytes       *int64   `json:"rss_bytes"`
+	Goroutines     *int64   `json:"goroutines"`
+	GCPauseSeconds *float64 `json:"gc_pause_seconds"`
 }
 
 // DecodeHealthSample decodes and validates a HealthSample.
@@ -281,10 +292,31 @@ func DecodeHealthSample(b []byte) (HealthSample, error) {
 	if f.present("lag_ms", w.LagMs == nil) {
 		s.LagMs = *w.LagMs
 	}
+	if w.DeadLetters != nil {
+		s.DeadLetters = f.nonNegative("dead_letters", w.DeadLetters)
+	}
+	if w.Resources != nil {
+		s.Resources = f.resources(w.Resources)
+	}
 	if f.err == nil && !s.WindowEnd.After(s.WindowStart) {
 		f.fail(ReasonInvalidWindow, "window_end", "not after window_start")
 	}
 	return s, f.result()
+}
+
+// resources validates a sample's resources object: when it is there, all of
+// its figures are (one build writes them together), none negative.
+func (f *fields) resources(w *instanceResourcesWire) *InstanceResources {
+	r := &InstanceResources{
+		CPUSeconds:     f.unit("resources.cpu_seconds", w.CPUSeconds, 0, math.MaxFloat64),
+		RSSBytes:       f.nonNegative("resources.rss_bytes", w.RSSBytes),
+		Goroutines:     int(f.nonNegative("resources.goroutines", w.Goroutines)),
+		GCPauseSeconds: f.unit("resources.gc_pause_seconds", w.GCPauseSeconds, 0, math.MaxFloat64),
+	}
+	if f.err != nil {
+		return nil
+	}
+	return r
 }
 
 // parsed returns the value of a name oneOf has checked (unset after an

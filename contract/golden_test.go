@@ -31,6 +31,10 @@ func TestRecordsMatchGolden(t *testing.T) {
 		"health-sample": HealthSample{V: 1, Service: StageBudget, Side: Standby, Role: RoleLive, Instance: "i-1", Build: "v2",
 			Partitions: []int32{0, 2}, TopicPartitions: 4, WindowStart: start, WindowEnd: start.Add(10 * time.Second),
 			Events: 1234, LagMs: lag, LagMsMax: 4_000_000},
+		"health-sample-resources": HealthSample{V: 1, Service: StagePacer, Side: Primary, Role: RoleDark, Instance: "i-2", Build: "v3",
+			Partitions: []int32{1}, TopicPartitions: 4, WindowStart: start, WindowEnd: start.Add(10 * time.Second),
+			Events: 10, LagMs: lag, LagMsMax: 4_000_000, DeadLetters: 2,
+			Resources: &InstanceResources{CPUSeconds: 0.125, RSSBytes: 52_428_800, Goroutines: 48, GCPauseSeconds: 0.000375}},
 		"registration": Registration{V: 1, Side: Primary, Role: RoleDark, Stage: StageAggregator, Instance: "host-1",
 			Build: "v3", StartedAt: at},
 	}
@@ -47,4 +51,30 @@ func TestRecordsMatchGolden(t *testing.T) {
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	goldentest.Check(t, filepath.Join("testdata", "golden", name+".json"), got)
+}
+
+// TestHealthSampleResourcesRoundTrip: the optional dead letters and
+// resources survive encode and decode; a sample without them decodes with
+// none (an older build's).
+func TestHealthSampleResourcesRoundTrip(t *testing.T) {
+	start := time.Date(2026, 3, 14, 9, 26, 50, 0, time.UTC)
+	s := HealthSample{V: 1, Service: StageBidder, Side: Primary, Role: RoleLive, Instance: "i-1", Build: "b",
+		Partitions: []int32{0}, TopicPartitions: 1, WindowStart: start, WindowEnd: start.Add(time.Second),
+		DeadLetters: 3, Resources: &InstanceResources{CPUSeconds: 0.5, RSSBytes: 1 << 20, Goroutines: 9, GCPauseSeconds: 1e-5}}
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeHealthSample(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DeadLetters != 3 || got.Resources == nil || *got.Resources != *s.Resources {
+		t.Fatalf("round trip: dead letters %d, resources %+v; want 3, %+v", got.DeadLetters, got.Resources, *s.Resources)
+	}
+	s.DeadLetters, s.Resources = 0, nil
+	b, _ = Encode(s)
+	if got, err = DecodeHealthSample(b); err != nil || got.Resources != nil || got.DeadLetters != 0 {
+		t.Fatalf("older sample: %+v, %v", got, err)
+	}
 }
