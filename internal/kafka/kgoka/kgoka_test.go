@@ -2,6 +2,7 @@ package kgoka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -96,4 +97,33 @@ func TestGokaProcessorWithAWrongPasswordStops(t *testing.T) {
 		t.Fatal("a processor with a wrong password ran")
 	}
 	t.Log(err)
+}
+
+// With a guard, hotpair's goka producer refuses a topic without the prefix:
+// the emit fails with the guard's error and nothing reaches the topic.
+func TestGuardedGokaProducerRefusesALiveTopic(t *testing.T) {
+	kc := kafkatest.Cluster(t)
+	c := kafka.Cluster{Brokers: kc.ListenAddrs()}
+	if err := kafka.EnsureTopics(t.Context(), c, 1, 1, kafka.TopicSpec{Name: "spend"}, kafka.TopicSpec{Name: "dark.c.spend"}); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	guard, _ := kafka.NewTopicGuard("dark.c.", func(string) { refused++ })
+	b := kgoka.Builders{ClientID: "guarded", Replication: 1, Guard: guard}
+	for topic, want := range map[string]bool{"spend": false, "dark.c.spend": true} {
+		em, err := goka.NewEmitter(c.Brokers, goka.Stream(topic), new(codec.Bytes), b.EmitterOptions()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = em.EmitSync("k", []byte("v"))
+		if (err == nil) != want || (err != nil && !errors.Is(err, kafka.ErrTopicRefused)) {
+			t.Fatalf("emit to %s: %v, want sent=%v", topic, err, want)
+		}
+		if err := em.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := kafkatest.UpToEnd(t, c.Brokers, "spend"); len(got) != 0 || refused != 1 {
+		t.Fatalf("%d records on the live topic, %d refusals; want 0 and 1", len(got), refused)
+	}
 }

@@ -37,6 +37,7 @@ const ProducerCloseTimeout = 5 * time.Second
 // with load and an idle record goes out at once.
 type producer struct {
 	cl        *kgo.Client
+	guard     *kafka.TopicGuard // nil: every topic
 	closed    chan struct{}
 	closeOnce sync.Once
 }
@@ -45,17 +46,20 @@ type producer struct {
 // client of the cluster (brokers come from goka). Keys are partitioned by
 // goka's hasher, as goka's own producer does, so tables and streams stay
 // co-partitioned; records are written idempotently with acks from all
-// in-sync replicas.
+// in-sync replicas. With b.Guard, a record to a topic the guard refuses is
+// not sent and its emit fails.
 func (b Builders) producerBuilder() goka.ProducerBuilder {
 	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
-		return newProducer(kafka.Cluster{Brokers: brokers, Auth: b.Auth}, clientID, hasher, b.Stopping)
+		return b.newProducer(kafka.Cluster{Brokers: brokers, Auth: b.Auth}, clientID, hasher)
 	}
 }
 
-func newProducer(c kafka.Cluster, clientID string, hasher func() hash.Hash32, stopping <-chan struct{}) (goka.Producer, error) {
-	hash := func(b []byte) uint32 {
+// newProducer builds a producer of the cluster with the builders' Stopping
+// and Guard.
+func (b Builders) newProducer(c kafka.Cluster, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+	hash := func(key []byte) uint32 {
 		h := hasher()
-		h.Write(b)
+		h.Write(key)
 		return h.Sum32()
 	}
 	cl, err := kafka.NewClient(c, clientID,
@@ -69,9 +73,9 @@ func newProducer(c kafka.Cluster, clientID string, hasher func() hash.Hash32, st
 	if err != nil {
 		return nil, err
 	}
-	p := &producer{cl: cl, closed: make(chan struct{})}
-	if stopping != nil {
-		go p.abortWhenStopping(stopping)
+	p := &producer{cl: cl, guard: b.Guard, closed: make(chan struct{})}
+	if b.Stopping != nil {
+		go p.abortWhenStopping(b.Stopping)
 	}
 	return p, nil
 }
@@ -103,10 +107,15 @@ func (p *producer) Emit(topic, key string, value []byte) *goka.Promise {
 }
 
 // EmitWithHeaders buffers the record and returns a promise finished when it
-// is written or has failed. It blocks while the client's buffer is full, as
+// is written or has failed (at once, unsent, when the guard refuses its
+// topic). It blocks while the client's buffer is full, as
 // goka's sarama producer blocks on its input channel.
 func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
 	promise, finish := goka.NewPromiseWithFinisher()
+	if err := p.guard.Check(topic); err != nil {
+		finish(nil, err)
+		return promise
+	}
 	rec := &kgo.Record{Topic: topic, Key: []byte(key), Value: value}
 	if len(headers) > 0 {
 		rec.Headers = make([]kgo.RecordHeader, 0, len(headers))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/lovoo/goka"
 )
 
@@ -55,6 +56,9 @@ type Builders struct {
 	// wait for their pending writes to ProducerCloseTimeout (nil: no bound
 	// but ProducerDeliveryTimeout).
 	Stopping <-chan struct{}
+	// Guard, if set, refuses every record to a topic without its prefix in
+	// the producers these builders make (a dark pipeline's).
+	Guard *kafka.TopicGuard
 }
 
 func (b Builders) cfg() *sarama.Config {
@@ -97,13 +101,18 @@ func (b Builders) ViewOptions() []goka.ViewOption {
 	}
 }
 
-// EmitterOptions returns the goka options that give an emitter its own configs.
+// EmitterOptions returns the goka options that give an emitter its own
+// configs (and, with a Guard, hotpair's guarded producer).
 func (b Builders) EmitterOptions() []goka.EmitterOption {
+	pb := b.producerBuilder()
+	if b.Guard == nil {
+		pb = func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+			return goka.ProducerBuilderWithConfig(b.cfg())(brokers, clientID, hasher)
+		}
+	}
 	return []goka.EmitterOption{
 		goka.WithEmitterClientID(b.ClientID),
-		goka.WithEmitterProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
-			return goka.ProducerBuilderWithConfig(b.cfg())(brokers, clientID, hasher)
-		}),
+		goka.WithEmitterProducerBuilder(pb),
 		goka.WithEmitterTopicManagerBuilder(b.TopicManagerBuilder()),
 	}
 }
