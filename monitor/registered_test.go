@@ -19,7 +19,7 @@ func TestStatusListsRegisteredInstances(t *testing.T) {
 	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	conn := testConn(t, addr, nil)
-	for _, n := range []string{"primary/aggregator/p-1", "primary/budget/p-1", "primary/budget/p-2", "standby/budget/s-1"} {
+	for _, n := range []string{"primary/aggregator/p-1", "primary/budget/p-1", "primary/budget/p-2", "standby/budget/s-1", "dark/canary/budget/d-1"} {
 		if err := zkutil.EnsurePath(conn, paths.Root+"/instances/"+n, zkutil.OpenACL()); err != nil {
 			t.Fatal(err)
 		}
@@ -29,6 +29,7 @@ func TestStatusListsRegisteredInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Registered{
+		{Cluster: "dark/canary", Stage: "budget", Instances: []string{"d-1"}},
 		{Cluster: "primary", Stage: "aggregator", Instances: []string{"p-1"}},
 		{Cluster: "primary", Stage: "budget", Instances: []string{"p-1", "p-2"}},
 		{Cluster: "standby", Stage: "budget", Instances: []string{"s-1"}},

@@ -166,8 +166,12 @@ func ReadRegistrations(conn *zk.Conn, paths contract.Paths) ([]contract.Registra
 	return out, err
 }
 
+// darkInstances is the child of <root>/instances that holds the dark
+// pipelines' registrations (contract.Paths.DarkInstances).
+const darkInstances = "dark"
+
 // walkInstances calls fn for every (cluster, stage) under <root>/instances
-// with its instances, in name order.
+// with its instances, in name order; a dark target's cluster is "dark/<name>".
 func walkInstances(conn *zk.Conn, paths contract.Paths, fn func(cluster, stage string, instances []string) error) error {
 	children := func(p string) ([]string, error) {
 		kids, _, err := conn.Children(p)
@@ -180,6 +184,18 @@ func walkInstances(conn *zk.Conn, paths contract.Paths, fn func(cluster, stage s
 	clusters, err := children(paths.InstancesDir(""))
 	if err != nil {
 		return err
+	}
+	// Dark pipelines register one level deeper, instances/dark/<name>/…:
+	// each dark target reads as the cluster "dark/<name>".
+	if i := slices.Index(clusters, darkInstances); i >= 0 {
+		names, err := children(paths.InstancesDir(darkInstances))
+		if err != nil {
+			return err
+		}
+		for j := range names {
+			names[j] = darkInstances + "/" + names[j]
+		}
+		clusters = slices.Concat(clusters[:i], names, clusters[i+1:])
 	}
 	for _, cl := range clusters {
 		stages, err := children(paths.InstancesDir(cl))

@@ -128,7 +128,7 @@ func (a aggregator) listEnds(ctx context.Context, now time.Time) {
 	}
 	lctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	listed, err := kadm.NewClient(a.p.client).ListEndOffsets(lctx, a.p.topics.AdEvents)
+	listed, err := kadm.NewClient(a.p.admin).ListEndOffsets(lctx, a.p.topics.AdEvents)
 	if err != nil {
 		a.p.log.Debug("listing the ad events' end offsets", "err", err)
 		return

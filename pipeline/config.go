@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
@@ -16,8 +17,11 @@ import (
 // side and brokers; see DefaultConfig for the defaults and
 // docs/pipeline.md for an annotated example.
 type Config struct {
-	Side     string   `yaml:"side"`
-	Role     string   `yaml:"role"`
+	Side string `yaml:"side"`
+	Role string `yaml:"role"`
+	// DarkName is the dark target a role-dark pipeline belongs to: every
+	// topic and consumer group then starts with dark.<dark_name>.
+	DarkName string   `yaml:"dark_name"`
 	Instance string   `yaml:"instance"`
 	Build    string   `yaml:"build"`
 	Brokers  []string `yaml:"brokers"`
@@ -118,6 +122,7 @@ func (c Config) Validate() error {
 	if _, err := contract.ParseRole(c.Role); err != nil {
 		bad("role: %q is not a role; use live or dark", c.Role)
 	}
+	errs = append(errs, c.validateDark()...)
 	if err := c.Kafka.Validate(""); err != nil {
 		errs = append(errs, err)
 	}
@@ -187,6 +192,35 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// validateDark checks the keys that keep a dark pipeline off live topics,
+// live registrations and other dark targets, and a live one off dark names.
+func (c Config) validateDark() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	role, _ := contract.ParseRole(c.Role)
+	clusterDark := c.ZK.Cluster == darkCluster || strings.HasPrefix(c.ZK.Cluster, darkCluster+"/")
+	switch {
+	case role == contract.RoleDark && c.DarkName == "":
+		bad("dark_name: role: dark needs the name of its dark target (e.g. dark_name: canary); its topics and groups then start with dark.<dark_name>.")
+	case c.DarkName != "" && !contract.ValidDarkName(c.DarkName):
+		bad("dark_name: %q is not a dark target name; use lower-case letters, digits and dashes (at most 40), e.g. canary", c.DarkName)
+	case c.DarkName != "" && role != contract.RoleDark:
+		bad("dark_name: only a dark pipeline has a dark target; set role: dark or remove dark_name")
+	case role == contract.RoleDark:
+		if _, err := darkTopicPrefix(c.DarkName, c.TopicPrefix); err != nil {
+			bad("topic_prefix: %v", err)
+		}
+		if c.ZK.Cluster != "" {
+			bad("zk.cluster: a dark pipeline registers under instances/dark/%s, not under a cluster; remove zk.cluster", c.DarkName)
+		}
+	case role == contract.RoleLive && strings.HasPrefix(c.TopicPrefix, darkTopicRoot):
+		bad("topic_prefix: %q starts with %q, which only dark pipelines use; set role: dark and dark_name, or choose another prefix", c.TopicPrefix, darkTopicRoot)
+	case role == contract.RoleLive && clusterDark:
+		bad("zk.cluster: %q is where dark pipelines register; name the live cluster otherwise (default: the side)", c.ZK.Cluster)
+	}
+	return errs
+}
+
 // Options converts a valid config to pipeline options (without the injected
 // dependencies), reading the files and environment the Kafka security block
 // names; an error names the key and the fix.
@@ -203,7 +237,7 @@ func (c Config) Options() (Options, error) {
 		stages = append(stages, st)
 	}
 	return Options{
-		Brokers: c.Brokers, KafkaAuth: auth, Side: side, Role: role, Instance: c.Instance, Build: c.Build,
+		Brokers: c.Brokers, KafkaAuth: auth, Side: side, Role: role, DarkName: c.DarkName, Instance: c.Instance, Build: c.Build,
 		Stages: stages, TopicPrefix: c.TopicPrefix,
 		Partitions: c.Topics.Partitions, Replication: c.Topics.Replication, CreateTopics: c.Topics.Create,
 		Storage:        c.Storage,

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,42 @@ func TestDeployExamples(t *testing.T) {
 	}
 	if !sides["primary"] || !sides["standby"] {
 		t.Fatalf("the examples cover sides %v", sides)
+	}
+}
+
+// A dark config's topics and groups start with the dark prefix, before the
+// configured prefix (kept when it already starts with it).
+func TestDarkConfigPrefixesEveryName(t *testing.T) {
+	c, err := LoadConfig("testdata/good-dark.yml")
+	if err == nil {
+		err = c.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := p.topics.All()
+	for _, st := range p.stages {
+		names = append(names, string(st.group), st.tableTopic(), st.loopTopic())
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, "dark.canary.team-a.") {
+			t.Errorf("%s lacks the prefix dark.canary.team-a.", n)
+		}
+	}
+	if p.guard.Prefix() != "dark.canary." {
+		t.Errorf("the producers' guard allows %q, want dark.canary.", p.guard.Prefix())
+	}
+	for prefix, want := range map[string]string{"": "dark.canary.", "dark.canary.x.": "dark.canary.x.", "x.": "dark.canary.x."} {
+		if got, err := darkTopicPrefix("canary", prefix); got != want || err != nil {
+			t.Errorf("prefix %q: got %q (%v), want %q", prefix, got, err, want)
+		}
 	}
 }

@@ -19,6 +19,7 @@ type sampler struct {
 	events      int64
 	lag         contract.LagHistogram
 	lagMax      int64
+	deadLetters int64
 	partitions  []int32
 }
 
@@ -26,6 +27,13 @@ type sampler struct {
 func (s *sampler) received() {
 	s.mu.Lock()
 	s.events++
+	s.mu.Unlock()
+}
+
+// deadLettered counts one record sent to the dead-letter topic.
+func (s *sampler) deadLettered() {
+	s.mu.Lock()
+	s.deadLetters++
 	s.mu.Unlock()
 }
 
@@ -66,8 +74,8 @@ func (s *sampler) take(now time.Time, base contract.HealthSample) contract.Healt
 		out.Partitions = []int32{}
 	}
 	out.WindowStart, out.WindowEnd = s.windowStart.UTC(), now.UTC()
-	out.Events, out.LagMs, out.LagMsMax = s.events, s.lag, s.lagMax
-	s.windowStart, s.events, s.lag, s.lagMax = now, 0, contract.LagHistogram{}, 0
+	out.Events, out.LagMs, out.LagMsMax, out.DeadLetters = s.events, s.lag, s.lagMax, s.deadLetters
+	s.windowStart, s.events, s.lag, s.lagMax, s.deadLetters = now, 0, contract.LagHistogram{}, 0, 0
 	return out
 }
 
@@ -79,6 +87,7 @@ func (st *stage) sampleLoop(ctx context.Context) {
 	t := time.NewTicker(st.p.opts.SampleInterval)
 	defer t.Stop()
 	st.sampler.take(time.Now(), contract.HealthSample{}) // start the first interval now
+	st.resources.take()
 	for {
 		select {
 		case <-ctx.Done():
@@ -93,7 +102,7 @@ func (st *stage) sampleBase() contract.HealthSample {
 	o := st.p.opts
 	return contract.HealthSample{
 		Service: st.name, Side: o.Side, Role: o.Role, Instance: o.Instance, Build: o.Build,
-		TopicPartitions: o.Partitions,
+		TopicPartitions: o.Partitions, Resources: st.resources.take(),
 	}
 }
 

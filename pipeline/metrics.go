@@ -26,6 +26,7 @@ type metrics struct {
 	sampleErrors *prometheus.CounterVec
 	wakeups      *prometheus.CounterVec
 	pendingWakes *prometheus.GaugeVec
+	refused      *prometheus.CounterVec
 }
 
 // latencyBuckets are the classic buckets of the latency histograms, fine
@@ -113,5 +114,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "hotpair_stage_pending_wakeups",
 			Help: "Keys of this instance with a pending timer wake-up.",
 		}, stage),
+		refused: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_pipeline_refused_records_total",
+			Help: "Records a dark pipeline's producers refused, unsent, because their topic lacks the dark prefix (always 0 unless there is a bug).",
+		}, []string{"topic"}),
 	}
 }

@@ -32,6 +32,12 @@ type Options struct {
 	Side contract.Side
 	// Role is RoleLive (default) or RoleDark.
 	Role contract.Role
+	// DarkName is the dark target of a RoleDark pipeline (required then,
+	// empty otherwise). A dark pipeline's topics and consumer groups all
+	// start with contract.DarkPrefix(DarkName), before TopicPrefix; its
+	// producers refuse any other topic; it registers under
+	// instances/dark/<DarkName>.
+	DarkName string
 	// Instance names this process in health samples; default host-pid.
 	Instance string
 	// Build is the version reported in health samples; default the binary's.
@@ -39,7 +45,8 @@ type Options struct {
 	// Stages to run; default all four.
 	Stages []contract.Stage
 
-	// TopicPrefix is prepended to every topic and consumer group name.
+	// TopicPrefix is prepended to every topic and consumer group name (for a
+	// dark pipeline after its dark prefix, unless it starts with it).
 	TopicPrefix string
 	// Partitions of the topics created when missing (default 8). Every
 	// pipeline topic must have the same count: goka co-partitions them.
@@ -149,6 +156,15 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: Options.Window must be positive and Options.Lateness not negative", ErrInvalidOptions)
 	case o.Registry != nil && len(o.Registry.Servers) == 0:
 		return fmt.Errorf("%w: Options.Registry.Servers is required", ErrInvalidOptions)
+	case o.Role == contract.RoleDark && !contract.ValidDarkName(o.DarkName):
+		return fmt.Errorf("%w: Options.DarkName %q is not a dark target name (a RoleDark pipeline needs one)", ErrInvalidOptions, o.DarkName)
+	case o.Role != contract.RoleDark && o.DarkName != "":
+		return fmt.Errorf("%w: Options.DarkName is only for a RoleDark pipeline", ErrInvalidOptions)
+	}
+	if o.Role == contract.RoleDark {
+		if _, err := darkTopicPrefix(o.DarkName, o.TopicPrefix); err != nil {
+			return fmt.Errorf("%w: Options.TopicPrefix: %v", ErrInvalidOptions, err)
+		}
 	}
 	for _, s := range o.Stages {
 		if !s.Valid() {
@@ -172,7 +188,10 @@ type Pipeline struct {
 	builders kgoka.Builders
 	stopping chan struct{} // closed when Run's context ends (kgoka.Builders.Stopping)
 	stages   []*stage
-	client   *kgo.Client // health samples and wake-ups
+	client   *kafka.GuardedProducer // health samples and wake-ups: every record goes through the guard
+	admin    *kgo.Client            // the same client, for requests that write no record (end offsets)
+	// guard refuses records outside a dark pipeline's prefix (nil: live).
+	guard *kafka.TopicGuard
 
 	mu      sync.Mutex
 	running bool
@@ -185,6 +204,9 @@ func New(opts Options) (*Pipeline, error) {
 		return nil, err
 	}
 	stopping := make(chan struct{})
+	if opts.Role == contract.RoleDark {
+		opts.TopicPrefix, _ = darkTopicPrefix(opts.DarkName, opts.TopicPrefix) // validated
+	}
 	p := &Pipeline{
 		opts:     opts,
 		stopping: stopping,
@@ -199,6 +221,11 @@ func New(opts Options) (*Pipeline, error) {
 			SessionTimeout: opts.SessionTimeout,
 			Stopping:       stopping,
 		},
+	}
+	if opts.Role == contract.RoleDark {
+		p.guard, _ = kafka.NewTopicGuard(contract.DarkPrefix(opts.DarkName), p.refused)
+		p.builders.Guard = p.guard
+		p.builders.ClientID = "hotpair-dark-" + opts.DarkName + "-" + opts.Instance
 	}
 	for _, name := range contract.Stages() { // topological order, whatever the config's order
 		if !slices.Contains(opts.Stages, name) {
@@ -229,7 +256,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
-	p.client = cl
+	p.client, p.admin = kafka.Guard(cl, p.guard), cl
 	defer cl.Close()
 	if err := kafka.CheckAuth(ctx, p.cluster()); err != nil {
 		return fmt.Errorf("pipeline: %w", err)

@@ -15,14 +15,16 @@ import (
 )
 
 // RegistryOptions register a pipeline's instance in ZooKeeper: one
-// ephemeral znode per stage, <root>/instances/<cluster>/<stage>/<instance>,
+// ephemeral znode per stage, <root>/instances/<cluster>/<stage>/<instance>
+// (a dark pipeline's <root>/instances/dark/<name>/<stage>/<instance>),
 // there while the instance runs (DESIGN §5). Operators list them with any
 // ZooKeeper client; a crashed instance's znode goes when its session expires.
 type RegistryOptions struct {
 	Servers []string
 	// Root of hotpair's znodes (default /hotpair).
 	Root string
-	// Cluster names the Kafka cluster in the path (default: the side).
+	// Cluster names the Kafka cluster in the path (default: the side;
+	// unused by a dark pipeline).
 	Cluster string
 	// Auth, if set, is the identity the registrations are written with;
 	// they are then world-readable and changeable only by it.
@@ -56,7 +58,7 @@ func (p *Pipeline) register(ctx context.Context, o RegistryOptions) {
 		for _, st := range p.stages {
 			doc, _ := json.Marshal(contract.Registration{V: 1, Side: p.opts.Side, Role: p.opts.Role, Stage: st.name,
 				Instance: p.opts.Instance, Build: p.opts.Build, StartedAt: started})
-			node := path.Join(paths.Instances(cluster, st.name), p.opts.Instance)
+			node := path.Join(p.instancesDir(paths, cluster, st.name), p.opts.Instance)
 			if err := registerNode(sess.Conn(), node, doc, acl); err != nil {
 				p.log.Warn("registry: registering in ZooKeeper", "service", st.name, "znode", node, "err", err)
 				continue
@@ -64,6 +66,16 @@ func (p *Pipeline) register(ctx context.Context, o RegistryOptions) {
 			p.log.Info("registry: registered", "service", st.name, "znode", node)
 		}
 	})
+}
+
+// instancesDir is where this pipeline's stage registers: under the
+// cluster, or for a dark pipeline under instances/dark/<name> (whatever the
+// cluster), so that nothing reading the live registrations counts it.
+func (p *Pipeline) instancesDir(paths contract.Paths, cluster string, stage contract.Stage) string {
+	if p.opts.Role == contract.RoleDark {
+		return paths.DarkInstances(p.opts.DarkName, stage)
+	}
+	return paths.Instances(cluster, stage)
 }
 
 // registerNode creates node as an ephemeral znode of this session. A znode

@@ -38,9 +38,10 @@ type stage struct {
 	// beforeWake, if set, runs before each round of wake-ups.
 	beforeWake func(ctx context.Context, now time.Time)
 
-	sampler sampler
-	gate    gate
-	limit   limiter
+	sampler   sampler
+	resources resourceMeter
+	gate      gate
+	limit     limiter
 	// wakeC asks wakeLoop to send the due wake-ups now rather than at its
 	// next tick: a partition's clock passed a window close.
 	wakeC chan struct{}
@@ -295,6 +296,7 @@ func (st *stage) deadLetter(ctx goka.Context, raw []byte, err error) {
 	}
 	ctx.Emit(goka.Stream(st.p.topics.DLQ), ctx.Key(), raw, goka.WithCtxEmitHeaders(h))
 	st.m.deadLetters.WithLabelValues(string(reason)).Inc()
+	st.sampler.deadLettered()
 	st.p.log.Debug("dead letter", "service", st.name, "reason", reason,
 		"topic", ctx.Topic(), "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
 }

@@ -25,6 +25,7 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 	httpAddr := fs.String("http", "", "address for /metrics and /healthz (key http.listen)")
 	instance := fs.String("instance", "", "instance name in health samples (key instance)")
 	role := fs.String("role", "", "role: live or dark (key role)")
+	darkName := fs.String("dark-name", "", "the dark target of a role-dark pipeline: every topic and group then starts with dark.NAME. (key dark_name)")
 	kf := kafka.AddFlags(fs)
 	var zkServers listFlag
 	fs.Var(&zkServers, "zk", "ZooKeeper servers to register the instance in, host:port, comma-separated (key zk.servers)")
@@ -41,6 +42,7 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 	}
 	override(&cfg.Side, *side)
 	override(&cfg.Role, *role)
+	override(&cfg.DarkName, *darkName)
 	override(&cfg.Instance, *instance)
 	override(&cfg.TopicPrefix, *prefix)
 	override(&cfg.Storage.Backend, *storage)
@@ -103,7 +105,7 @@ func runPipeline(ctx context.Context, a *app, args []string) int {
 		}
 		a.logger.Info("serving /metrics", "addr", addr.String())
 	}
-	a.logger.Info("pipeline starting", "side", cfg.Side, "brokers", strings.Join(cfg.Brokers, ","), "stages", strings.Join(cfg.Stages, ","))
+	a.logger.Info("pipeline starting", "side", cfg.Side, "role", cfg.Role, "dark_name", cfg.DarkName, "brokers", strings.Join(cfg.Brokers, ","), "stages", strings.Join(cfg.Stages, ","))
 	if err := p.Run(ctx); err != nil {
 		fmt.Fprintln(a.stderr, "hotpair pipeline:", err)
 		return 1
