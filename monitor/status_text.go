@@ -48,8 +48,12 @@ func WriteStatusText(w io.Writer, st Status) error {
 	}
 	if len(st.Instances) > 0 {
 		fmt.Fprintln(w, "\nregistered pipeline instances")
+		width := 10 // the cluster column, wider for a dark target's dark/<name>
 		for _, r := range st.Instances {
-			fmt.Fprintf(w, "  %-10s %-11s %d: %s\n", r.Cluster, r.Stage, len(r.Instances), strings.Join(r.Instances, ", "))
+			width = max(width, len(r.Cluster))
+		}
+		for _, r := range st.Instances {
+			fmt.Fprintf(w, "  %-*s %-11s %d: %s\n", width, r.Cluster, r.Stage, len(r.Instances), strings.Join(r.Instances, ", "))
 		}
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// cluster is one side's embedded Kafka cluster (kfake, the franz-go Kafka
+// cluster is one side's (or the dark target's) embedded Kafka cluster (kfake, the franz-go Kafka
 // protocol implementation). It keeps its data in a directory, so that a
 // stop-cluster fault can take it away and bring it back on the same port
 // with every topic, record and committed offset.

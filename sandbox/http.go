@@ -102,6 +102,7 @@ type State struct {
 	Views     []selector.ViewLag                   `json:"views"`
 	Faults    []Fault                              `json:"faults"`
 	Events    []Event                              `json:"recent_events"`
+	Dark      *DarkState                           `json:"dark,omitempty"`
 }
 
 // State returns the sandbox's state.
@@ -124,5 +125,6 @@ func (s *Sandbox) State() State {
 		ev = ev[len(ev)-50:]
 	}
 	st.Events = ev
+	st.Dark = s.darkState()
 	return st
 }

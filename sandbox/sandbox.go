@@ -112,6 +112,15 @@ type Options struct {
 	// `hotpair monitor simulate --file` replays them (Result.Simulate has
 	// the arguments with the scenario's thresholds).
 	SaveHistory string
+	// Dark runs a dark target: a third cluster and, as a separate process
+	// of DarkBinary, a dark pipeline (role dark, DarkName) against it.
+	Dark bool
+	// DarkBinary is the hotpair binary of the dark pipeline, a candidate
+	// build (default: this process's executable).
+	DarkBinary string
+	// DarkMultiplier is the relative multiplier of the dark target's copy
+	// of live traffic (default 0.25).
+	DarkMultiplier float64
 
 	// Injected dependencies.
 	Logger *slog.Logger
@@ -151,6 +160,9 @@ func (o *Options) applyDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.DarkMultiplier == 0 {
+		o.DarkMultiplier = 0.25
+	}
 }
 
 // Addresses are where the sandbox's parts listen, for other tools to attach.
@@ -172,6 +184,9 @@ type Addresses struct {
 	// OperatorAuth is the operator identity (user:password) that
 	// `hotpair override --auth` needs while ACLs are on.
 	OperatorAuth string `json:"operator_auth,omitempty"`
+	// DarkBrokers are the dark target's cluster (with --dark), secured as
+	// the other two; its topics start with dark.canary.
+	DarkBrokers []string `json:"dark_brokers,omitempty"`
 }
 
 // Sandbox is the whole system in one process.
@@ -195,6 +210,7 @@ type Sandbox struct {
 	events   timeline
 	regs     *registries
 	httpAddr string
+	dark     *darkRun // nil without Options.Dark
 
 	monitorCreds, operatorCreds *contract.Credentials
 	kafkaSec                    *devsec.Setup   // nil when insecure
@@ -212,6 +228,16 @@ func New(o Options) (*Sandbox, error) {
 	o.applyDefaults()
 	if o.Timing.Window < 3*o.Timing.SampleInterval {
 		return nil, fmt.Errorf("sandbox: the monitor window (%s) must hold at least 3 sample intervals (%s)", o.Timing.Window, o.Timing.SampleInterval)
+	}
+	if o.Dark && o.DarkBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: the dark pipeline's binary: %w (set DarkBinary)", err)
+		}
+		o.DarkBinary = exe
+	}
+	if o.DarkMultiplier < 0 || o.DarkMultiplier > 10 {
+		return nil, fmt.Errorf("sandbox: the dark multiplier must be in (0, 10], got %g", o.DarkMultiplier)
 	}
 	s := &Sandbox{opts: o, log: o.Logger, clusters: map[string]*cluster{}, pipes: map[string]*pipeRun{},
 		regs: newRegistries(), topics: contract.TopicsWithPrefix("")}
@@ -244,6 +270,9 @@ func (s *Sandbox) Addresses() Addresses {
 	if c := s.clusters[contract.Standby.String()]; c != nil {
 		a.StandbyBrokers = c.brokers()
 	}
+	if c := s.clusters[darkCluster]; c != nil {
+		a.DarkBrokers = c.brokers()
+	}
 	if s.operatorCreds != nil {
 		a.OperatorAuth = s.operatorCreds.Digest()
 	}
@@ -268,6 +297,7 @@ func (s *Sandbox) Run(ctx context.Context, ready func(Addresses)) (err error) {
 		{"ZooKeeper", s.startZK},
 		{"Kafka clusters", s.startClusters},
 		{"pipelines", s.startPipelines},
+		{"dark pipeline", s.startDark},
 		{"ingest", s.startIngest},
 		{"selector and views", s.startReadSide},
 		{"HTTP", s.startHTTP},
@@ -369,12 +399,16 @@ func (s *Sandbox) startClusters(context.Context) error {
 		}
 		opts = sec.ClusterOpts()
 	}
-	for _, side := range contract.Sides() {
-		c, err := startCluster(side.String(), filepath.Join(s.dir, "kafka-"+side.String()), opts...)
+	names := []string{contract.Primary.String(), contract.Standby.String()}
+	if s.opts.Dark {
+		names = append(names, darkCluster)
+	}
+	for _, name := range names {
+		c, err := startCluster(name, filepath.Join(s.dir, "kafka-"+name), opts...)
 		if err != nil {
 			return err
 		}
-		s.clusters[side.String()] = c
+		s.clusters[name] = c
 		s.onStop(c.stop)
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/hotpair/hotpair/internal/changestest"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/internal/testbin"
 	"github.com/hotpair/hotpair/internal/zkserver"
 	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/monitor/core"
@@ -244,10 +245,13 @@ func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, w
 // Insecure turns security off: the address file names no Kafka CA, SASL
 // user or operator identity, and a plaintext client without SASL lists the
 // clusters' topics. By default a client without TLS and SASL is refused.
+// Both run with Dark: the dark cluster is secured as the other two, and the
+// dark pipeline, a separate process, registers and stops with the sandbox.
 func TestInsecureTurnsKafkaSecurityOff(t *testing.T) {
 	for _, insecure := range []bool{true, false} {
 		t.Run(fmt.Sprintf("insecure=%v", insecure), func(t *testing.T) {
-			sb, err := New(Options{HTTP: "127.0.0.1:0", Campaigns: 4, QPS: 20, Timing: ScenarioTiming(), Insecure: insecure})
+			sb, err := New(Options{HTTP: "127.0.0.1:0", Campaigns: 4, QPS: 20, Timing: ScenarioTiming(), Insecure: insecure,
+				Dark: true, DarkBinary: testbin.Hotpair(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,7 +259,7 @@ func TestInsecureTurnsKafkaSecurityOff(t *testing.T) {
 			ready := make(chan Addresses, 1)
 			done := make(chan error, 1)
 			go func() { done <- sb.Run(ctx, func(a Addresses) { ready <- a }) }()
-			defer func() { cancel(); <-done }()
+			defer func() { cancel(); <-done; checkDarkStopped(t, sb) }()
 			var a Addresses
 			select {
 			case a = <-ready:
@@ -264,13 +268,24 @@ func TestInsecureTurnsKafkaSecurityOff(t *testing.T) {
 			case <-time.After(3 * time.Minute):
 				t.Fatal("the sandbox did not start within 3 minutes")
 			}
+			checkDarkRunning(t, sb, a)
 			plain := kafka.Cluster{Brokers: a.PrimaryBrokers}
 			err = kafka.CheckAuth(t.Context(), plain)
 			if !insecure {
-				if a.KafkaCAFile == "" || a.KafkaSASLPassword == "" || a.OperatorAuth == "" || !errors.Is(err, kafka.ErrAuth) {
-					t.Fatalf("a secure sandbox: %+v; a plaintext client: %v", a, err)
+				darkErr := kafka.CheckAuth(t.Context(), kafka.Cluster{Brokers: a.DarkBrokers})
+				if a.KafkaCAFile == "" || a.KafkaSASLPassword == "" || a.OperatorAuth == "" || !errors.Is(err, kafka.ErrAuth) || !errors.Is(darkErr, kafka.ErrAuth) {
+					t.Fatalf("a secure sandbox: %+v; a plaintext client: %v, on the dark cluster: %v", a, err, darkErr)
 				}
 				return
+			}
+			dark, err := kadm.NewClient(kafkatest.Client(t, a.DarkBrokers)).ListTopics(t.Context())
+			if err != nil || !dark.Has("dark.canary.ad-events") {
+				t.Fatalf("a plaintext client lists %v on the dark cluster (%v)", dark.Names(), err)
+			}
+			for _, name := range dark.Names() {
+				if !strings.HasPrefix(name, "dark.canary.") {
+					t.Errorf("the dark cluster holds %s, without the dark prefix", name)
+				}
 			}
 			if a.KafkaCAFile != "" || a.KafkaSASLPassword != "" || a.KafkaSecurityProtocol != "" || a.OperatorAuth != "" {
 				t.Fatalf("an insecure sandbox names security: %+v", a)
@@ -280,5 +295,25 @@ func TestInsecureTurnsKafkaSecurityOff(t *testing.T) {
 				t.Fatalf("a plaintext client lists %v (%v)", topics.Names(), err)
 			}
 		})
+	}
+}
+
+// checkDarkRunning: the dark target's brokers are in the addresses, and
+// its pipeline process runs with every stage registered as role dark.
+func checkDarkRunning(t *testing.T, sb *Sandbox, a Addresses) {
+	t.Helper()
+	d := sb.State().Dark
+	if len(a.DarkBrokers) != 1 || d == nil || d.Pipeline != "running" || len(d.Registered) != 4 || d.Prefix != "dark.canary." {
+		t.Fatalf("dark brokers %v, dark state %+v", a.DarkBrokers, d)
+	}
+}
+
+// checkDarkStopped: the dark pipeline process ended with the sandbox.
+func checkDarkStopped(t *testing.T, sb *Sandbox) {
+	t.Helper()
+	select {
+	case <-sb.dark.proc.Exited():
+	default:
+		t.Error("the dark pipeline process still runs after the sandbox stopped")
 	}
 }

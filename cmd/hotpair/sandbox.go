@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/sandbox"
 )
 
@@ -28,6 +29,9 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	grace := fs.Duration("grace", sandbox.DemoTiming().Grace, "how long the primary must stay healthy before traffic returns to it")
 	scenario := fs.String("scenario", "", "run this scripted scenario to the end and exit 0 only if it held: "+strings.Join(sandbox.ScenarioNames(), ", "))
 	asJSON := fs.Bool("json", false, "with --scenario: print the timeline as one JSON object")
+	dark := fs.Bool("dark", false, "also run a dark target: a third Kafka cluster and a dark pipeline (role dark, name "+sandbox.DarkName+") as a separate process")
+	darkBinary := fs.String("dark-binary", "", "with --dark: the hotpair binary of the dark pipeline, a candidate build (default: this binary)")
+	darkMultiplier := fs.Float64("dark-multiplier", 0.25, "with --dark: the relative multiplier of the dark copy of live traffic")
 	saveHistory := fs.String("save-history", "", "with --scenario: at its end, write the health samples of both clusters to this JSON-lines file for hotpair monitor simulate")
 	if code, done := parseNoArgs(a, fs, args); done {
 		return code
@@ -38,11 +42,18 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	if *campaigns < 2 || *qps <= 0 || *day < time.Minute {
 		return usageError(fs, a.stderr, "--campaigns must be at least 2, --qps positive, --day at least 1m")
 	}
+	if (*darkBinary != "" || *darkMultiplier != 0.25) && !*dark {
+		return usageError(fs, a.stderr, "--dark-binary and --dark-multiplier need --dark")
+	}
+	if *darkMultiplier <= 0 || *darkMultiplier > 10 {
+		return usageError(fs, a.stderr, "--dark-multiplier must be in (0, 10]")
+	}
 	if *instances < 1 || *instances > 16 || *partitions < 1 || *partitions > 64 {
 		return usageError(fs, a.stderr, "--instances must be between 1 and 16, --partitions between 1 and 64")
 	}
 	opts := sandbox.Options{ZK: *zk, ZKRoot: *zkRoot, HTTP: *httpAddr, Campaigns: *campaigns, QPS: *qps, Day: *day,
-		Insecure: *insecure, SaveHistory: *saveHistory, Instances: *instances, Partitions: int32(*partitions), Logger: a.logger}
+		Insecure: *insecure, SaveHistory: *saveHistory, Instances: *instances, Partitions: int32(*partitions), Logger: a.logger,
+		Dark: *dark, DarkBinary: *darkBinary, DarkMultiplier: *darkMultiplier}
 	if *scenario != "" {
 		return runScenario(ctx, a, fs, *scenario, opts, *asJSON, *addrFile)
 	}
@@ -69,6 +80,9 @@ func printAddresses(a *app, addr sandbox.Addresses) {
 	fmt.Fprintf(w, "  on-call page     http://%s/\n", addr.HTTP)
 	fmt.Fprintf(w, "  primary brokers  %s\n", strings.Join(addr.PrimaryBrokers, ","))
 	fmt.Fprintf(w, "  standby brokers  %s\n", strings.Join(addr.StandbyBrokers, ","))
+	if len(addr.DarkBrokers) > 0 {
+		fmt.Fprintf(w, "  dark brokers     %s   (dark target %s: topics %s*)\n", strings.Join(addr.DarkBrokers, ","), sandbox.DarkName, contract.DarkPrefix(sandbox.DarkName))
+	}
 	fmt.Fprintf(w, "  ZooKeeper        %s (root %s)\n", addr.ZK, addr.ZKRoot)
 	if addr.OperatorAuth != "" {
 		fmt.Fprintf(w, "  operator auth    %s   (for hotpair override --auth)\n", addr.OperatorAuth)

@@ -38,6 +38,7 @@ func Start(name, bin, logPath string, args ...string) (*Proc, error) {
 	p := &Proc{Name: name, LogPath: logPath, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	dieWithParent(p.cmd)
 	if err := p.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("starting the %s (%s): %w", name, bin, err)

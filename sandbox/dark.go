@@ -1,0 +1,153 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/childproc"
+	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/monitor"
+)
+
+// DarkName is the sandbox's dark target: its topics and groups start with
+// contract.DarkPrefix(DarkName) on the dark cluster.
+const DarkName = "canary"
+
+// darkCluster names the dark target's cluster among the sandbox's clusters.
+const darkCluster = "dark"
+
+// darkRun is the dark target's pipeline: a separate process of
+// Options.DarkBinary, as a candidate build runs in production.
+type darkRun struct {
+	proc     *childproc.Proc
+	httpAddr string // its /metrics
+	config   string // the config file it was started with
+	zk       *zkutil.Session
+}
+
+// startDark starts the dark pipeline process against the dark cluster and
+// waits until each of its stages has registered under
+// instances/dark/<DarkName> (or it exits, which is an error with its log).
+func (s *Sandbox) startDark(ctx context.Context) error {
+	if !s.opts.Dark {
+		return nil
+	}
+	addr, err := childproc.FreeLoopbackAddr()
+	if err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(s.dir, "dark-pipeline.yml")
+	b, err := yaml.Marshal(s.darkPipelineConfig(addr))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		return err
+	}
+	sess, err := zkutil.Open(zkutil.Options{Servers: []string{s.zkAddr}, SessionTimeout: s.opts.Timing.ZKSession, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.onStop(sess.Close)
+	proc, err := childproc.Start("dark pipeline", s.opts.DarkBinary, filepath.Join(s.dir, "dark-pipeline.log"),
+		"pipeline", "--config", cfgPath)
+	if err != nil {
+		return err
+	}
+	s.onStop(func() { proc.Stop(15 * time.Second) })
+	s.mu.Lock()
+	s.dark = &darkRun{proc: proc, httpAddr: addr, config: cfgPath, zk: sess}
+	s.mu.Unlock()
+	s.log.Info("sandbox: dark pipeline started", "binary", s.opts.DarkBinary, "config", cfgPath, "log", proc.LogPath)
+	var exited error
+	err = s.waitUntil(ctx, time.Minute, "the dark pipeline registered", func() bool {
+		if exited = proc.Alive(); exited != nil {
+			return true
+		}
+		return len(s.darkRegistrations()) == len(contract.Stages())
+	})
+	if exited != nil {
+		return exited
+	}
+	return err
+}
+
+// darkPipelineConfig is the dark pipeline's YAML config (docs/pipeline.md):
+// role dark on the dark cluster, the sandbox's timing, memory state.
+func (s *Sandbox) darkPipelineConfig(httpAddr string) map[string]any {
+	t := s.opts.Timing
+	c := map[string]any{
+		"side": contract.Primary.String(), "role": contract.RoleDark.String(), "dark_name": DarkName,
+		"instance": "sandbox-dark", "brokers": s.clusters[darkCluster].brokers(),
+		"topics":     map[string]any{"partitions": s.opts.Partitions, "replication": 1, "create": true},
+		"storage":    map[string]any{"backend": "memory"},
+		"group":      map[string]any{"hot_standby": true},
+		"aggregator": map[string]any{"window": t.AggWindow.String(), "lateness": t.AggLateness.String(), "idle_close": t.AggWindow.String()},
+		"health":     map[string]any{"sample_interval": t.SampleInterval.String()},
+		"http":       map[string]any{"listen": httpAddr},
+		"zk":         map[string]any{"servers": []string{s.zkAddr}, "root": s.opts.ZKRoot},
+	}
+	if sec := s.kafkaSec; sec != nil { // as an operator configures it: files
+		k := sec.Security(s.kafkaCAFile(), s.kafkaPasswordFile())
+		c["tls"] = map[string]any{"enabled": true, "ca_file": k.TLS.CAFile}
+		c["sasl"] = map[string]any{"mechanism": k.SASL.Mechanism, "username": k.SASL.Username, "password_file": k.SASL.PasswordFile}
+	}
+	return c
+}
+
+// darkRegistrations are the dark pipeline instances registered in
+// ZooKeeper, by stage (none without --dark or before it started).
+func (s *Sandbox) darkRegistrations() []contract.Registration {
+	s.mu.Lock()
+	d := s.dark
+	s.mu.Unlock()
+	if d == nil {
+		return nil
+	}
+	regs, err := monitor.ReadRegistrations(d.zk.Conn(), contract.NewPaths(s.opts.ZKRoot))
+	if err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(regs, func(r contract.Registration) bool { return r.Role != contract.RoleDark })
+}
+
+// DarkState is the dark target as the sandbox's API shows it.
+type DarkState struct {
+	Name    string   `json:"name"`
+	Prefix  string   `json:"prefix"`
+	Brokers []string `json:"brokers"`
+	// Pipeline is "running" or how its process ended.
+	Pipeline string `json:"pipeline"`
+	Metrics  string `json:"metrics"`
+	Log      string `json:"log"`
+	// Registered lists stage/instance of each registration under
+	// instances/dark/<name>.
+	Registered []string `json:"registered"`
+}
+
+// darkState returns the dark target's state, nil without --dark.
+func (s *Sandbox) darkState() *DarkState {
+	s.mu.Lock()
+	d := s.dark
+	s.mu.Unlock()
+	if d == nil {
+		return nil
+	}
+	st := &DarkState{Name: DarkName, Prefix: contract.DarkPrefix(DarkName), Brokers: s.clusters[darkCluster].brokers(),
+		Pipeline: "running", Metrics: "http://" + d.httpAddr + "/metrics", Log: d.proc.LogPath, Registered: []string{}}
+	if err := d.proc.Alive(); err != nil {
+		st.Pipeline, _, _ = strings.Cut(err.Error(), ";")
+	}
+	for _, r := range s.darkRegistrations() {
+		st.Registered = append(st.Registered, fmt.Sprintf("%s/%s", r.Stage, r.Instance))
+	}
+	return st
+}
