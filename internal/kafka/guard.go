@@ -68,24 +68,26 @@ func Guard(cl *kgo.Client, g *TopicGuard) *GuardedProducer {
 
 // Produce is kgo.Client.Produce behind the guard.
 func (p *GuardedProducer) Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
-	if err := p.guard.Check(r.Topic); err != nil {
-		if promise != nil {
-			promise(r, err)
-		}
-		return
+	if p.pass(r, promise) {
+		p.cl.Produce(ctx, r, promise)
 	}
-	p.cl.Produce(ctx, r, promise)
 }
 
 // TryProduce is kgo.Client.TryProduce behind the guard.
 func (p *GuardedProducer) TryProduce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
-	if err := p.guard.Check(r.Topic); err != nil {
-		if promise != nil {
-			promise(r, err)
-		}
-		return
+	if p.pass(r, promise) {
+		p.cl.TryProduce(ctx, r, promise)
 	}
-	p.cl.TryProduce(ctx, r, promise)
+}
+
+// pass reports whether r may be sent; a refused record's promise gets the
+// guard's error at once.
+func (p *GuardedProducer) pass(r *kgo.Record, promise func(*kgo.Record, error)) bool {
+	err := p.guard.Check(r.Topic)
+	if err != nil && promise != nil {
+		promise(r, err)
+	}
+	return err == nil
 }
 
 // ProduceSync is kgo.Client.ProduceSync behind the guard: refused records
