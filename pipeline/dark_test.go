@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/internal/zktest"
@@ -31,7 +32,15 @@ func TestDarkPipelineStaysInItsPrefix(t *testing.T) {
 	brokers := kafkatest.Cluster(t).ListenAddrs()
 	ctx := context.Background()
 
-	// Live topics with live input, as on a cluster shared with a live side.
+	// Live topics with live input, as on a cluster shared with a live side:
+	// every live topic exists, hotpair-health (the monitor's) included.
+	var specs []kafka.TopicSpec
+	for _, name := range contract.TopicsWithPrefix("").All() {
+		specs = append(specs, kafka.TopicSpec{Name: name})
+	}
+	if err := kafka.EnsureTopics(ctx, kafka.Cluster{Brokers: brokers}, 4, 1, specs...); err != nil {
+		t.Fatal(err)
+	}
 	live, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +77,9 @@ func TestDarkPipelineStaysInItsPrefix(t *testing.T) {
 	checkDarkRegistry(t, addr, root, o)
 
 	after := endOffsets(t, brokers)
+	if _, ok := after["hotpair-health"]; !ok {
+		t.Fatal("the live health topic is gone")
+	}
 	for topic, n := range after {
 		if !strings.HasPrefix(topic, prefix) && n != before[topic] {
 			t.Errorf("the dark pipeline wrote %d records to live topic %s", n-before[topic], topic)
