@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hotpair/hotpair/canary/dispatch"
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/childproc"
 	"github.com/hotpair/hotpair/internal/zkutil"
@@ -24,13 +25,17 @@ const DarkName = "canary"
 // darkCluster names the dark target's cluster among the sandbox's clusters.
 const darkCluster = "dark"
 
-// darkRun is the dark target's pipeline: a separate process of
-// Options.DarkBinary, as a candidate build runs in production.
+// darkRun is the dark target: its pipeline, a separate process of
+// Options.DarkBinary as a candidate build runs in production, and the
+// dispatcher that feeds it.
 type darkRun struct {
 	proc     *childproc.Proc
 	httpAddr string // its /metrics
 	config   string // the config file it was started with
+	// zk reads the registrations and writes the target document, as the
+	// operator while ACLs are on.
 	zk       *zkutil.Session
+	dispatch *dispatch.Dispatcher
 }
 
 // startDark starts the dark pipeline process against the dark cluster and
@@ -52,7 +57,8 @@ func (s *Sandbox) startDark(ctx context.Context) error {
 	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
 		return err
 	}
-	sess, err := zkutil.Open(zkutil.Options{Servers: []string{s.zkAddr}, SessionTimeout: s.opts.Timing.ZKSession, Logger: s.log})
+	sess, err := zkutil.Open(zkutil.Options{Servers: []string{s.zkAddr}, SessionTimeout: s.opts.Timing.ZKSession,
+		Auth: s.operatorCreds, Logger: s.log})
 	if err != nil {
 		return err
 	}
@@ -77,7 +83,39 @@ func (s *Sandbox) startDark(ctx context.Context) error {
 	if exited != nil {
 		return exited
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.startDispatcher()
+}
+
+// startDispatcher writes the target document (relative, the primary's
+// input, Options.DarkMultiplier) as the operator and runs the dispatcher
+// that copies the sampled campaigns of the primary's input to the dark
+// cluster. It reads ad-events from the start: it starts before the load
+// generator, so the dark pipeline sees its campaigns' whole history, which
+// keeps their state comparable with live.
+func (s *Sandbox) startDispatcher() error {
+	d := s.dark
+	target := contract.DarkTarget{V: contract.ZNodeVersion, Name: DarkName, Source: contract.Primary,
+		Strategy: contract.DarkRelative, Multiplier: s.opts.DarkMultiplier, Brokers: s.clusters[darkCluster].brokers(),
+		Prefix: contract.DarkPrefix(DarkName), Enabled: true, UpdatedBy: "sandbox", UpdatedAt: time.Now().UTC()}
+	if err := dispatch.SetTarget(d.zk.Conn(), contract.NewPaths(s.opts.ZKRoot), monitor.OperatorPolicy(s.operatorCreds), target); err != nil {
+		return fmt.Errorf("the dark target document: %w", err)
+	}
+	primary := s.clusters[contract.Primary.String()]
+	disp, err := dispatch.New(dispatch.Config{ZK: []string{s.zkAddr}, ZKRoot: s.opts.ZKRoot, ZKSessionTimeout: s.opts.Timing.ZKSession,
+		Side: contract.Primary, LiveBrokers: primary.brokers(), LiveAuth: s.kafkaAuth(), TargetAuth: s.kafkaAuth(),
+		Start: dispatch.StartOldest},
+		dispatch.WithLogger(s.log), dispatch.WithRegisterer(s.regs.add("dark-dispatch")))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	d.dispatch = disp
+	s.mu.Unlock()
+	s.goRun("dark dispatcher", disp.Run)
+	return nil
 }
 
 // darkPipelineConfig is the dark pipeline's YAML config (docs/pipeline.md):
@@ -131,12 +169,32 @@ type DarkState struct {
 	// Registered lists stage/instance of each registration under
 	// instances/dark/<name>.
 	Registered []string `json:"registered"`
+	// Dispatch is the dispatcher's plan for the target: the sampled
+	// fraction, or why it sends nothing.
+	Dispatch *DarkDispatch `json:"dispatch,omitempty"`
+}
+
+// DarkDispatch is the dispatcher's current plan for the sandbox's target.
+type DarkDispatch struct {
+	Strategy   string  `json:"strategy"`
+	Multiplier float64 `json:"multiplier"`
+	// Fraction is the sampled fraction of campaigns (multiplier × dark
+	// instances / live instances for the relative strategy).
+	Fraction  float64 `json:"fraction"`
+	Sending   bool    `json:"sending"`
+	Paused    string  `json:"paused,omitempty"`
+	LiveCount int     `json:"live_instances"`
+	DarkCount int     `json:"dark_instances"`
 }
 
 // darkState returns the dark target's state, nil without --dark.
 func (s *Sandbox) darkState() *DarkState {
 	s.mu.Lock()
 	d := s.dark
+	var disp *dispatch.Dispatcher
+	if d != nil {
+		disp = d.dispatch
+	}
 	s.mu.Unlock()
 	if d == nil {
 		return nil
@@ -148,6 +206,15 @@ func (s *Sandbox) darkState() *DarkState {
 	}
 	for _, r := range s.darkRegistrations() {
 		st.Registered = append(st.Registered, fmt.Sprintf("%s/%s", r.Stage, r.Instance))
+	}
+	if disp != nil {
+		for _, p := range disp.Plans() {
+			if p.Name != DarkName {
+				continue
+			}
+			st.Dispatch = &DarkDispatch{Strategy: string(contract.DarkRelative), Multiplier: s.opts.DarkMultiplier, Fraction: p.Fraction,
+				Sending: p.Sending(), Paused: strings.TrimSpace(string(p.Paused) + " " + p.Detail), LiveCount: p.Live, DarkCount: p.Dark}
+		}
 	}
 	return st
 }

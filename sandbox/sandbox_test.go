@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/changestest"
@@ -245,8 +246,9 @@ func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, w
 // Insecure turns security off: the address file names no Kafka CA, SASL
 // user or operator identity, and a plaintext client without SASL lists the
 // clusters' topics. By default a client without TLS and SASL is refused.
-// Both run with Dark: the dark cluster is secured as the other two, and the
-// dark pipeline, a separate process, registers and stops with the sandbox.
+// Both run with Dark: the dark cluster is secured as the other two, the
+// dark pipeline, a separate process, registers and stops with the sandbox,
+// and the dispatcher feeds it exactly the campaigns the hash chose.
 func TestInsecureTurnsKafkaSecurityOff(t *testing.T) {
 	for _, insecure := range []bool{true, false} {
 		t.Run(fmt.Sprintf("insecure=%v", insecure), func(t *testing.T) {
@@ -269,6 +271,7 @@ func TestInsecureTurnsKafkaSecurityOff(t *testing.T) {
 				t.Fatal("the sandbox did not start within 3 minutes")
 			}
 			checkDarkRunning(t, sb, a)
+			checkDarkSample(t, sb)
 			plain := kafka.Cluster{Brokers: a.PrimaryBrokers}
 			err = kafka.CheckAuth(t.Context(), plain)
 			if !insecure {
@@ -305,6 +308,44 @@ func checkDarkRunning(t *testing.T, sb *Sandbox, a Addresses) {
 	d := sb.State().Dark
 	if len(a.DarkBrokers) != 1 || d == nil || d.Pipeline != "running" || len(d.Registered) != 4 || d.Prefix != "dark.canary." {
 		t.Fatalf("dark brokers %v, dark state %+v", a.DarkBrokers, d)
+	}
+}
+
+// checkDarkSample: the dispatcher feeds the dark pipeline exactly the
+// campaigns the hash chose at the multiplier: each of them with a budget
+// row gets a budget status on the dark cluster, no other campaign does.
+func checkDarkSample(t *testing.T, sb *Sandbox) {
+	t.Helper()
+	want := map[string]bool{} // sampled campaign -> has a budget row
+	for _, c := range sb.loadGen().campaigns {
+		if contract.DarkCopies(c.ID, sb.opts.DarkMultiplier) > 0 {
+			want[c.ID] = c.Budget != nil
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the hash chose no campaign: give the test more campaigns")
+	}
+	var extra string
+	kafkatest.FollowOf(t, sb.kafkaCluster(darkCluster), contract.DarkPrefix(DarkName)+"budget-status").Until(t, time.Minute, func(recs []*kgo.Record) string {
+		got := kafkatest.LatestOf(recs)
+		for c := range got {
+			if _, ok := want[c]; !ok {
+				extra = c
+				return ""
+			}
+		}
+		for c, budgeted := range want {
+			if _, ok := got[c]; budgeted && !ok {
+				return "sampled campaign " + c + " has no dark budget status"
+			}
+		}
+		return ""
+	})
+	if extra != "" {
+		t.Fatalf("campaign %s went dark, but the hash did not choose it at %g", extra, sb.opts.DarkMultiplier)
+	}
+	if d := sb.State().Dark.Dispatch; d == nil || !d.Sending || d.Fraction != sb.opts.DarkMultiplier || d.LiveCount != 1 || d.DarkCount != 1 {
+		t.Fatalf("dispatch state %+v, want sending at %g (1 live, 1 dark instance)", d, sb.opts.DarkMultiplier)
 	}
 }
 
