@@ -96,6 +96,9 @@ func printAddresses(a *app, addr sandbox.Addresses) {
 	fmt.Fprintf(w, "  hotpair fault inject --http %s stall --service budget --side primary\n", addr.HTTP)
 	fmt.Fprintf(w, "  hotpair status --zk %s --zk-root %s\n", addr.ZK, addr.ZKRoot)
 	fmt.Fprintf(w, "  hotpair fault heal --http %s --all\n", addr.HTTP)
+	if len(addr.DarkBrokers) > 0 {
+		fmt.Fprintf(w, "  hotpair dark status --zk %s --zk-root %s\n", addr.ZK, addr.ZKRoot)
+	}
 	if addr.KafkaSecurityProtocol != "" {
 		fmt.Fprintf(w, "  kcat -X security.protocol=%s -X sasl.mechanisms=%s -X sasl.username=%s -X sasl.password=%s -X ssl.ca.location=%s -b %s -L\n",
 			addr.KafkaSecurityProtocol, addr.KafkaSASLMechanism, addr.KafkaSASLUsername, addr.KafkaSASLPassword,
