@@ -12,6 +12,7 @@ const (
 	dropUndecodable    = "undecodable"     // a clone or repeat of a record the contract's codec rejects
 	dropCloneID        = "clone_id"        // a clone's id would exceed 128 bytes
 	dropOverRate       = "over_rate"       // a constant target's queue was full: live sent more than its rate
+	dropTopicRefused   = "topic_refused"   // the topic lacks the target's prefix: refused unsent by the producer's guard (a bug)
 )
 
 type metrics struct {

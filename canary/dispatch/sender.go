@@ -25,8 +25,9 @@ type sender struct {
 	name   string
 	key    string // what, when it changes, needs a new sender
 	topics darkTopics
-	cl     *kgo.Client
-	log    *slog.Logger
+	// cl writes only topics with the target's prefix (kafka.TopicGuard).
+	cl  *kafka.GuardedProducer
+	log *slog.Logger
 
 	inFlight                atomic.Int64
 	sampledRate             ewma // ad events the sampling chose for the target
@@ -58,15 +59,20 @@ func newSender(d contract.DarkTarget, c Config, m *metrics, log *slog.Logger) (*
 	if err != nil {
 		return nil, err
 	}
+	guard, err := kafka.NewTopicGuard(d.Prefix, nil) // refusals are counted as drops
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
 	s := &sender{
-		name: d.Name, key: senderKey(d), topics: topicsOf(d.Prefix), cl: cl, log: log.With("target", d.Name),
+		name: d.Name, key: senderKey(d), topics: topicsOf(d.Prefix), cl: kafka.Guard(cl, guard), log: log.With("target", d.Name),
 		sentEvents:  m.records.WithLabelValues(d.Name, "ad-events"),
 		sentBudgets: m.records.WithLabelValues(d.Name, "budgets"),
 		dropped:     m.dropped.MustCurryWith(prometheus.Labels{"target": d.Name}),
 		buffered:    m.buffered.WithLabelValues(d.Name),
 		done:        make(chan struct{}),
 	}
-	for _, r := range []string{dropBufferFull, dropDeliveryFailed, dropUndecodable, dropCloneID, dropOverRate} {
+	for _, r := range []string{dropBufferFull, dropDeliveryFailed, dropUndecodable, dropCloneID, dropOverRate, dropTopicRefused} {
 		s.dropped.WithLabelValues(r) // every reason shows, at 0
 	}
 	return s, nil
@@ -86,6 +92,9 @@ func (s *sender) delivered(r *kgo.Record, err error) {
 	switch {
 	case errors.Is(err, kgo.ErrMaxBuffered):
 		s.dropped.WithLabelValues(dropBufferFull).Inc()
+	case errors.Is(err, kafka.ErrTopicRefused):
+		s.dropped.WithLabelValues(dropTopicRefused).Inc()
+		s.log.Error("refused a copy to a topic outside the target's prefix; it was not sent", "topic", r.Topic, "err", err)
 	case err != nil:
 		s.dropped.WithLabelValues(dropDeliveryFailed).Inc()
 	case r.Topic == s.topics.events:
