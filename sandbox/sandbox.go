@@ -621,6 +621,17 @@ func (s *Sandbox) monitorConfig(i int) monitor.Config {
 	c.Rules.LagLimit, c.Rules.CatchUpLag = t.LagLimit, t.CatchUpLag
 	c.Stagger.Period = t.Hold
 	c.Record.Replication = 1 // single-broker clusters
+	// With a dark target, each replica runs a comparator; the leader's
+	// section shows on the page, its report at /api/v1/dark.
+	if s.opts.Dark {
+		c.Dark.Enabled = true
+		if sec := s.kafkaSec; sec != nil {
+			c.Dark.DarkKafka = sec.Security(s.kafkaCAFile(), s.kafkaPasswordFile())
+		}
+		// Scaled to the sandbox's aggregator window, as the defaults are
+		// to the 10 s default window (docs/dark.md).
+		c.Dark.Settle, c.Dark.MaxSkew = t.AggWindow/5, t.AggWindow/2
+	}
 	return c
 }
 

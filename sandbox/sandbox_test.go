@@ -347,6 +347,24 @@ func checkDarkSample(t *testing.T, sb *Sandbox) {
 	if d := sb.State().Dark.Dispatch; d == nil || !d.Sending || d.Fraction != sb.opts.DarkMultiplier || d.LiveCount != 1 || d.DarkCount != 1 {
 		t.Fatalf("dispatch state %+v, want sending at %g (1 live, 1 dark instance)", d, sb.opts.DarkMultiplier)
 	}
+	// The monitors' comparator reads the dark target's outputs next to the
+	// live ones (a verdict needs more points than this test waits for).
+	err := sb.waitUntil(t.Context(), time.Minute, "the comparator comparing the dark target", func() bool {
+		m := sb.monitors.any()
+		if m == nil {
+			return false
+		}
+		rep, _ := m.DarkReport()
+		for _, tr := range rep.Targets {
+			if tr.Name == DarkName && tr.Points["budget-status"] > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // checkDarkStopped: the dark pipeline process ended with the sandbox.
