@@ -38,9 +38,10 @@ type darkRun struct {
 	dispatch *dispatch.Dispatcher
 }
 
-// startDark starts the dark pipeline process against the dark cluster and
+// startDark starts the dark pipeline process against the dark cluster,
 // waits until each of its stages has registered under
-// instances/dark/<DarkName> (or it exits, which is an error with its log).
+// instances/dark/<DarkName> (or it exits, which is an error with its log),
+// then starts the dispatcher that feeds it.
 func (s *Sandbox) startDark(ctx context.Context) error {
 	if !s.opts.Dark {
 		return nil
@@ -166,6 +167,8 @@ type DarkState struct {
 	Pipeline string `json:"pipeline"`
 	Metrics  string `json:"metrics"`
 	Log      string `json:"log"`
+	// Config is the file the dark pipeline was started with.
+	Config string `json:"config"`
 	// Registered lists stage/instance of each registration under
 	// instances/dark/<name>.
 	Registered []string `json:"registered"`
@@ -200,7 +203,7 @@ func (s *Sandbox) darkState() *DarkState {
 		return nil
 	}
 	st := &DarkState{Name: DarkName, Prefix: contract.DarkPrefix(DarkName), Brokers: s.clusters[darkCluster].brokers(),
-		Pipeline: "running", Metrics: "http://" + d.httpAddr + "/metrics", Log: d.proc.LogPath, Registered: []string{}}
+		Pipeline: "running", Metrics: "http://" + d.httpAddr + "/metrics", Log: d.proc.LogPath, Config: d.config, Registered: []string{}}
 	if err := d.proc.Alive(); err != nil {
 		st.Pipeline, _, _ = strings.Cut(err.Error(), ";")
 	}
