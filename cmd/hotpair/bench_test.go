@@ -17,5 +17,8 @@ func TestBenchBadUsage(t *testing.T) {
 		"unknown flag":        {[]string{"bench", "pipeline", "--campains", "10"}, "flag provided but not defined"},
 		"sandbox instances":   {[]string{"sandbox", "--instances", "0"}, "--instances must be between 1 and 16"},
 		"sandbox partitions":  {[]string{"sandbox", "--partitions", "100"}, "--partitions between 1 and 64"},
+		"dark binary alone":   {[]string{"sandbox", "--dark-binary", "/bin/true"}, "--dark-binary and --dark-multiplier need --dark"},
+		"dark multiplier 0":   {[]string{"sandbox", "--dark", "--dark-multiplier", "0"}, "--dark-multiplier must be in (0, 10]"},
+		"pipeline dark name":  {[]string{"pipeline", "--side", "primary", "--brokers", "127.0.0.1:9", "--role", "dark"}, "dark_name: role: dark needs the name"},
 	})
 }
