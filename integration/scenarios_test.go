@@ -170,7 +170,7 @@ func nothingListens(t *testing.T, addrFile string) {
 	if err := json.Unmarshal(b, &a); err != nil {
 		t.Fatal(err)
 	}
-	addrs := append(append([]string{a.ZK, a.HTTP}, a.PrimaryBrokers...), a.StandbyBrokers...)
+	addrs := append(append(append([]string{a.ZK, a.HTTP}, a.PrimaryBrokers...), a.StandbyBrokers...), a.DarkBrokers...)
 	for _, addr := range addrs {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()

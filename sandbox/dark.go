@@ -107,7 +107,7 @@ func (s *Sandbox) startDispatcher() error {
 	primary := s.clusters[contract.Primary.String()]
 	disp, err := dispatch.New(dispatch.Config{ZK: []string{s.zkAddr}, ZKRoot: s.opts.ZKRoot, ZKSessionTimeout: s.opts.Timing.ZKSession,
 		Side: contract.Primary, LiveBrokers: primary.brokers(), LiveAuth: s.kafkaAuth(), TargetAuth: s.kafkaAuth(),
-		Start: dispatch.StartOldest},
+		Start: dispatch.StartOldest, DeliveryTimeout: darkDeliveryTimeout(s.opts.Timing)},
 		dispatch.WithLogger(s.log), dispatch.WithRegisterer(s.regs.add("dark-dispatch")))
 	if err != nil {
 		return err
@@ -118,6 +118,12 @@ func (s *Sandbox) startDispatcher() error {
 	s.goRun("dark dispatcher", disp.Run)
 	return nil
 }
+
+// darkDeliveryTimeout is how long the sandbox's dispatcher lets a copy
+// wait for the dark target before it counts as dropped: five aggregator
+// windows (30 s by default), so a dark target that goes away shows in the
+// dispatcher's drops within a scenario's time.
+func darkDeliveryTimeout(t Timing) time.Duration { return 5 * t.AggWindow }
 
 // darkPipelineConfig is the dark pipeline's YAML config (docs/pipeline.md):
 // role dark on the dark cluster, the sandbox's timing, memory state.

@@ -27,12 +27,13 @@ const (
 	FaultSlow         = "slow"                // a stage processes at most Rate records/s
 	FaultTraffic      = "traffic"             // upstream traffic changes Factor times (a surge or a drop)
 	FaultRestartMons  = "restart-monitors"    // both monitor replicas stop and start again, their memory gone
+	FaultStopDark     = "stop-dark"           // the dark target's Kafka cluster goes away (with a dark target)
 )
 
 // FaultKinds lists every kind.
 func FaultKinds() []string {
 	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultKillLeader, FaultKillInstance,
-		FaultDeploy, FaultSlow, FaultTraffic, FaultRestartMons}
+		FaultDeploy, FaultSlow, FaultTraffic, FaultRestartMons, FaultStopDark}
 }
 
 // FaultSpec is what to inject. Durations are Go duration strings ("30s").
@@ -264,6 +265,14 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 	case FaultStopCluster:
 		c := s.clusters[p.Side]
 		c.stop()
+		f.heal = c.start
+	case FaultStopDark:
+		c := s.clusters[darkCluster]
+		if c == nil {
+			return fmt.Errorf("%w: stop-dark needs a dark target (hotpair sandbox --dark)", ErrBadFault)
+		}
+		c.stop()
+		f.Detail = "the dark pipeline and the dispatcher lose their target; live goes on"
 		f.heal = c.start
 	case FaultStopZK:
 		if s.zk == nil {

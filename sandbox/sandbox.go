@@ -629,8 +629,12 @@ func (s *Sandbox) monitorConfig(i int) monitor.Config {
 			c.Dark.DarkKafka = sec.Security(s.kafkaCAFile(), s.kafkaPasswordFile())
 		}
 		// Scaled to the sandbox's aggregator window, as the defaults are
-		// to the 10 s default window (docs/dark.md).
+		// to the 10 s default window (docs/dark.md): a round every half
+		// window compares every window, and a target without a new
+		// comparison for ten windows is stale (a dead dark target shows
+		// as insufficient data within a scenario's time).
 		c.Dark.Settle, c.Dark.MaxSkew = t.AggWindow/5, t.AggWindow/2
+		c.Dark.Interval, c.Dark.Stale = t.AggWindow/2, 10*t.AggWindow
 	}
 	return c
 }

@@ -1,0 +1,299 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hotpair/hotpair/canary/compare"
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/metricvalue"
+)
+
+// darkCanaryCampaigns is the dark-canary scenario's number of campaigns:
+// at multiplier 0.25 the hash chooses 13 of camp-000…camp-047, above the
+// comparator's minimum of 10 compared campaigns.
+const darkCanaryCampaigns = 48
+
+// darkCanary: the same build runs dark at multiplier 0.25. The comparator
+// (in the monitors, GET /api/v1/dark) passes it with its raw differences
+// within the noise; the dark cluster holds exactly the campaigns the hash
+// chose; nothing of the dark pipeline reaches a live cluster or the
+// selection. Then the dark target's cluster dies: live goes on untouched,
+// the dispatcher counts the copies it cannot deliver, and the comparator
+// says insufficient data instead of pass. Spend stays exact on both sides
+// (the scenario's end).
+func darkCanary(r *run) {
+	r.steady("both sides healthy, a dark target running")
+	epochs := r.epochs()
+	start := time.Now()
+
+	var rep compare.Report
+	took, ok := r.waitFor(time.Minute, func() bool { rep = r.darkReport(); return rep.Verdict == compare.Pass })
+	tr := darkTarget(rep)
+	r.check("the comparator's verdict is pass", ok && tr != nil, "after %s at GET /api/v1/dark: %s", took.Round(100*time.Millisecond), darkSummary(rep))
+	if tr != nil {
+		r.check("raw differences within the noise", rawWithinNoise(*tr, rep.Rules), "%s", fieldFigures(*tr))
+	}
+	r.darkSampleIsTheHash()
+	r.liveUntouched()
+
+	// The dark target dies.
+	acked := r.darkAcked()
+	f := r.inject(FaultSpec{Kind: FaultStopDark})
+	stopped := time.Now()
+	limit := darkDeliveryTimeout(r.t) + 10*time.Second
+	var dropped float64
+	took, ok = r.waitFor(limit, func() bool {
+		dropped = metricvalue.Sum(r.s.regs, "hotpair_dark_dispatch_dropped_total", "target", DarkName)
+		return dropped > 0
+	})
+	buffered, _ := metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_buffered", "target", DarkName)
+	expected, _ := metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_expected_rate", "target", DarkName)
+	r.check("the dispatcher reports the dead target", ok && expected > 0, "%s after the stop: %.0f copies dropped, %.0f waiting, %.0f acknowledged before and %.0f since; expected %.1f ad events/s (limit %s: the delivery timeout %s)",
+		took.Round(100*time.Millisecond), dropped, buffered, acked, r.darkAcked()-acked, expected, limit, darkDeliveryTimeout(r.t))
+	limit = r.stale() + 10*time.Second
+	_, ok = r.waitFor(time.Until(stopped.Add(limit)), func() bool { rep = r.darkReport(); return rep.Verdict == compare.InsufficientData })
+	r.check("the comparator says insufficient data instead of pass", ok, "%s after the stop (limit %s: stale after %s): %s",
+		time.Since(stopped).Round(100*time.Millisecond), limit, r.stale(), darkSummary(rep))
+	_, ok = r.holds(r.window(2), func() bool { return r.allOn(primary)() && !r.anyDegraded() && r.darkReport().Verdict != compare.Pass })
+	r.check("live goes on while the dark target is down", ok, "every service on primary, none degraded, the verdict never pass for %s", r.window(2))
+	r.heal(f)
+
+	n := 0
+	for _, svc := range contract.Services() {
+		n += r.switches(svc.String(), start)
+	}
+	now := r.epochs()
+	r.check("the selection is untouched", n == 0 && maps.Equal(epochs, now), "%d switches; epochs before %v, after %v", n, epochs, now)
+}
+
+// stale is the comparator's stale setting in the sandbox's monitors.
+func (r *run) stale() time.Duration { return r.s.monitorConfig(0).Dark.Stale }
+
+// epochs are the published selections' epochs, by service.
+func (r *run) epochs() map[string]int64 {
+	out := map[string]int64{}
+	snap := r.s.sel.Snapshot()
+	for _, svc := range contract.Services() {
+		if sel := snap.Selection(svc); sel != nil {
+			out[svc.String()] = sel.Epoch
+		}
+	}
+	return out
+}
+
+// darkReport is the comparator's report as a user reads it: GET
+// /api/v1/dark on the sandbox's address (the leading monitor's).
+func (r *run) darkReport() compare.Report {
+	ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+	defer cancel()
+	var rep compare.Report
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.s.httpAddr+"/api/v1/dark", nil)
+	if err != nil {
+		return rep
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return rep
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		_ = json.NewDecoder(resp.Body).Decode(&rep)
+	}
+	return rep
+}
+
+// darkTarget is the sandbox's target in rep, nil if absent.
+func darkTarget(rep compare.Report) *compare.TargetReport {
+	for i := range rep.Targets {
+		if rep.Targets[i].Name == DarkName {
+			return &rep.Targets[i]
+		}
+	}
+	return nil
+}
+
+// darkSummary is the report in one line: verdict, campaigns, points, reasons.
+func darkSummary(rep compare.Report) string {
+	tr := darkTarget(rep)
+	if tr == nil {
+		return fmt.Sprintf("verdict %s, no target %s", rep.Verdict, DarkName)
+	}
+	s := fmt.Sprintf("verdict %s, %d campaigns compared, points budget-status %d pacing %d bid-multipliers %d",
+		tr.Verdict, tr.Campaigns, tr.Points["budget-status"], tr.Points["pacing"], tr.Points["bid-multipliers"])
+	if len(tr.Reasons) > 0 {
+		s += "; " + strings.Join(tr.Reasons, "; ")
+	}
+	return s
+}
+
+// rawWithinNoise: no numeric field differs from live more often than the
+// noise plus the absolute threshold, and no exact field has a difference
+// the noise does not explain.
+func rawWithinNoise(tr compare.TargetReport, rules compare.Rules) bool {
+	for _, f := range tr.Fields {
+		if f.RawPoints == 0 || f.Unexplained > 0 || f.RawRate-f.NoiseRate > rules.Absolute {
+			return false
+		}
+	}
+	return len(tr.Fields) > 0
+}
+
+// fieldFigures are every field's raw and noise counts.
+func fieldFigures(tr compare.TargetReport) string {
+	var parts []string
+	for _, f := range tr.Fields {
+		parts = append(parts, fmt.Sprintf("%s %s dark≠live %d/%d, primary≠standby %d/%d", f.Output, f.Field, f.RawDiffs, f.RawPoints, f.NoiseDiffs, f.NoisePoints))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// darkAcked is how many copies the dark target acknowledged.
+func (r *run) darkAcked() float64 {
+	return metricvalue.Sum(r.s.regs, "hotpair_dark_dispatch_records_total", "target", DarkName)
+}
+
+// darkSampleIsTheHash: the campaigns on the dark cluster's input and
+// outputs are exactly those contract.DarkCopies chose at the multiplier:
+// none other, and every chosen one with a budget row has a dark status.
+func (r *run) darkSampleIsTheHash() {
+	m := r.s.opts.DarkMultiplier
+	chosen := map[string]bool{} // campaign -> has a budget row
+	for _, c := range r.s.loadGen().campaigns {
+		if contract.DarkCopies(c.ID, m) > 0 {
+			chosen[c.ID] = c.Budget != nil
+		}
+	}
+	topics := contract.TopicsWithPrefix(contract.DarkPrefix(DarkName))
+	var found, extra, missing []string
+	var statuses map[string]bool
+	for _, topic := range []string{topics.AdEvents, topics.Budgets, topics.BudgetStatus, topics.Pacing, topics.BidMultipliers} {
+		keys, err := r.topicKeys(darkCluster, topic)
+		if err != nil {
+			r.check("the dark sample is the hash's", false, "%v", err)
+			return
+		}
+		for k := range keys {
+			if _, ok := chosen[k]; !ok && !slices.Contains(extra, k) {
+				extra = append(extra, k)
+			}
+		}
+		if topic == topics.BudgetStatus {
+			statuses = keys
+		}
+		found = append(found, fmt.Sprintf("%s %d", strings.TrimPrefix(topic, contract.DarkPrefix(DarkName)), len(keys)))
+	}
+	for c, budgeted := range chosen {
+		if budgeted && !statuses[c] {
+			missing = append(missing, c)
+		}
+	}
+	ids := make([]string, 0, len(chosen))
+	for c := range chosen {
+		ids = append(ids, c)
+	}
+	slices.Sort(ids)
+	slices.Sort(extra)
+	slices.Sort(missing)
+	r.check("the dark sample is exactly the campaigns the hash chose", len(chosen) > 0 && len(extra) == 0 && len(missing) == 0,
+		"the hash chose %d of %d campaigns at %g (%s); campaigns on the dark cluster: %s; not chosen but dark: %v; chosen without a dark status: %v",
+		len(chosen), len(r.s.loadGen().campaigns), m, strings.Join(ids, " "), strings.Join(found, ", "), extra, missing)
+}
+
+// topicKeys reads a topic of a cluster to its end and returns its keys.
+func (r *run) topicKeys(cluster, topic string) (map[string]bool, error) {
+	keys := map[string]bool{}
+	err := r.readTopic(cluster, topic, func(rec *kgo.Record) { keys[string(rec.Key)] = true })
+	return keys, err
+}
+
+// readTopic hands every record of a cluster's topic, up to its end now, to fn.
+func (r *run) readTopic(cluster, topic string, fn func(*kgo.Record)) error {
+	ctx, cancel := context.WithTimeout(r.ctx, 20*time.Second)
+	defer cancel()
+	cl, err := kafka.NewClient(r.s.kafkaCluster(cluster), "hotpair-sandbox-scenario")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	err = kafka.ReadRange(ctx, cl, topic, time.Time{}, func(rec *kgo.Record) bool { fn(rec); return true })
+	if err != nil {
+		return fmt.Errorf("reading %s of the %s cluster: %w", topic, cluster, err)
+	}
+	return nil
+}
+
+// liveUntouched: nothing of the dark pipeline is on either live cluster.
+// It reports on the live health topics (the one topic whose records name
+// their producer): zero samples of role dark or of the dark instance; no
+// topic and no consumer group under the dark prefix; and no copy the
+// dispatcher's guard refused (a copy to a live topic).
+func (r *run) liveUntouched() {
+	var figures []string
+	bad := 0
+	for _, side := range contract.Sides() {
+		n, dark := 0, 0
+		err := r.readTopic(side.String(), r.s.topics.Health, func(rec *kgo.Record) {
+			n++
+			if s, err := contract.DecodeHealthSample(rec.Value); err == nil && (s.Role == contract.RoleDark || strings.Contains(s.Instance, "dark")) {
+				dark++
+			}
+		})
+		if err != nil {
+			r.check("live topics untouched by the dark pipeline", false, "%v", err)
+			return
+		}
+		topics, groups, err := r.darkNames(side.String())
+		if err != nil {
+			r.check("live topics untouched by the dark pipeline", false, "%v", err)
+			return
+		}
+		bad += dark + len(topics) + len(groups)
+		figures = append(figures, fmt.Sprintf("%s: %d of %d health samples from a dark pipeline, dark topics %v, dark groups %v", side, dark, n, topics, groups))
+	}
+	refused := metricvalue.Sum(r.s.regs, "hotpair_dark_dispatch_dropped_total", "target", DarkName, "reason", "topic_refused")
+	r.check("live topics untouched by the dark pipeline", bad == 0 && refused == 0, "%s; copies refused by the dispatcher's guard: %.0f",
+		strings.Join(figures, "; "), refused)
+}
+
+// darkNames are the topics and consumer groups of a cluster under the
+// dark prefix.
+func (r *run) darkNames(cluster string) (topics, groups []string, err error) {
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	cl, err := kafka.NewClient(r.s.kafkaCluster(cluster), "hotpair-sandbox-scenario")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ts, err := adm.ListTopics(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the %s cluster's topics: %w", cluster, err)
+	}
+	gs, err := adm.ListGroups(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the %s cluster's groups: %w", cluster, err)
+	}
+	for _, t := range ts.Names() {
+		if contract.IsDarkTopic(t) {
+			topics = append(topics, t)
+		}
+	}
+	for _, g := range gs.Groups() {
+		if contract.IsDarkTopic(g) {
+			groups = append(groups, g)
+		}
+	}
+	return topics, groups, nil
+}
