@@ -59,3 +59,19 @@ func TestFlapReportsAFailedPause(t *testing.T) {
 		}
 	})
 }
+
+// stop-dark needs a dark target: without one it is refused and not listed;
+// it names no side or service.
+func TestStopDarkNeedsADarkTarget(t *testing.T) {
+	s := &Sandbox{opts: Options{Timing: ScenarioTiming()}, log: slog.New(slog.DiscardHandler), clusters: map[string]*cluster{}}
+	s.faults = newFaults(s)
+	if _, err := s.Inject(FaultSpec{Kind: FaultStopDark}); !errors.Is(err, ErrBadFault) {
+		t.Fatalf("stop-dark without a dark target: %v, want ErrBadFault", err)
+	}
+	if _, err := s.Inject(FaultSpec{Kind: FaultStopDark, Side: contract.Primary.String()}); !errors.Is(err, ErrBadFault) {
+		t.Fatalf("stop-dark with a side: %v, want ErrBadFault", err)
+	}
+	if f := s.Faults(); len(f) != 0 {
+		t.Fatalf("a fault that did not happen is listed: %+v", f)
+	}
+}

@@ -134,6 +134,10 @@ func darkSummary(rep compare.Report) string {
 	if len(tr.Reasons) > 0 {
 		s += "; " + strings.Join(tr.Reasons, "; ")
 	}
+	s += "; resources " + tr.Resources.Verdict.String()
+	if len(tr.Resources.Reasons) > 0 {
+		s += ": " + tr.Resources.Reasons[0]
+	}
 	return s
 }
 

@@ -104,3 +104,32 @@ func copyFile(t testing.TB, from, to string) {
 // its daily budget: campaigns between 50% and 100% of their budget get
 // another budget status, and only those.
 var BudgetRuleHalved = Patch{File: "pipeline/enforce.go", Old: "l.SpentToday >= b.DailyMicros", New: "2*l.SpentToday >= b.DailyMicros"}
+
+// PacingRuleHalved is the patch of a candidate whose pacer spreads what is
+// left of a daily budget over twice the rest of the day: every campaign
+// the pacer throttles gets a lower pacing rate (those at rate 1 with room
+// to spare keep it), and nothing else changes — spend, budget status and
+// bid multipliers stay equal.
+var PacingRuleHalved = Patch{File: "pipeline/pacing.go",
+	Old: "required := float64(left) / math.Max(in.RemainingSec, 1)",
+	New: "required := float64(left) / 2 / math.Max(in.RemainingSec, 1)"}
+
+// AggregatorMemoryPerEvent is the patch of a candidate whose aggregator
+// keeps 16 KiB of memory for every ad event it processes (written, so that
+// it is resident; never released) and whose outputs are unchanged: a build
+// that passes every output comparison and must fail on resident memory. A
+// memory cost shows without burning the test machine's CPU, and its size
+// does not depend on how busy the machine is.
+var AggregatorMemoryPerEvent = Patch{File: "pipeline/aggregator.go",
+	Old: "func (a aggregator) onAdEvent(ctx goka.Context, msg any) {\n",
+	New: "// retained is the candidate's deliberate cost: what it keeps per event.\n" +
+		"var retained = make(chan []byte, 1<<20)\n\n" +
+		"func (a aggregator) onAdEvent(ctx goka.Context, msg any) {\n" +
+		"\tkept := make([]byte, 16<<10)\n" +
+		"\tfor i := range kept {\n" +
+		"\t\tkept[i] = byte(i)\n" +
+		"\t}\n" +
+		"\tselect {\n" +
+		"\tcase retained <- kept:\n" +
+		"\tdefault:\n" +
+		"\t}\n"}

@@ -1,0 +1,161 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotpair/hotpair/canary/compare"
+	"github.com/hotpair/hotpair/internal/testbin"
+)
+
+// TestDarkRegressionChangedRule: a candidate build whose pacer spreads the
+// rest of a budget over twice the rest of the day runs dark in `hotpair
+// sandbox --dark --dark-binary CANDIDATE` at multiplier 1. `hotpair dark
+// report` exits 1 with the verdict regression on the pacing rate alone,
+// naming the campaigns with the live and the dark rate (the dark one
+// lower), while budget status and bid multipliers stay equal.
+func TestDarkRegressionChangedRule(t *testing.T) {
+	t.Parallel() // see TestFaultMatrix
+	candidate := testbin.Candidate(t, testbin.PacingRuleHalved)
+	sb := startSandbox(t, testbin.Hotpair(t), "--dark", "--dark-binary", candidate, "--dark-multiplier", "1")
+	rep, text := darkVerdict(t, sb, 2*time.Minute, func(rep compare.Report) bool { return rep.Verdict != compare.InsufficientData })
+	t.Logf("hotpair dark report:\n%s", text)
+	tr := targetOf(t, rep)
+	if rep.Verdict != compare.Regression || !strings.Contains(text, "REGRESSION") || !strings.Contains(text, "pacing rate: dark differs from live") {
+		t.Fatalf("the changed pacing rule is not reported as a regression of the pacing rate")
+	}
+	for _, f := range tr.Fields {
+		switch {
+		case f.Output == "pacing" && f.Field == "rate":
+			if f.Verdict != compare.Regression || f.RawDiffs == 0 || f.NoiseDiffs != 0 || len(f.Worst) == 0 {
+				t.Errorf("pacing rate: %+v", f)
+			}
+			for _, ex := range f.Worst {
+				live, errL := strconv.ParseFloat(ex.Live, 64)
+				dark, errD := strconv.ParseFloat(ex.Dark, 64)
+				if errL != nil || errD != nil || !(dark < live) || !strings.Contains(text, ex.Campaign) {
+					t.Errorf("worst campaign %s: live %s, dark %s; want the dark rate lower, the campaign named in the report", ex.Campaign, ex.Live, ex.Dark)
+				}
+			}
+		case f.Verdict != compare.Pass:
+			t.Errorf("%s %s: %s (dark≠live %d/%d), but the candidate changed only the pacing rule", f.Output, f.Field, f.Verdict, f.RawDiffs, f.RawPoints)
+		}
+	}
+	sb.interrupt(t)
+}
+
+// TestDarkRegressionResourceCost: a candidate whose aggregator keeps
+// memory for every ad event, its outputs unchanged, runs dark at multiplier
+// 1 (one dark instance against one live instance, so each carries the same
+// input rate and their resources compare). Once every output has enough
+// points, `hotpair dark report` exits 1 on the resource comparison — the
+// aggregator's resident memory, dark against live with the limit and the
+// Mann-Whitney p — while every output field passes.
+func TestDarkRegressionResourceCost(t *testing.T) {
+	t.Parallel() // see TestFaultMatrix
+	candidate := testbin.Candidate(t, testbin.AggregatorMemoryPerEvent)
+	sb := startSandbox(t, testbin.Hotpair(t), "--dark", "--dark-binary", candidate, "--dark-multiplier", "1")
+	rep, text := darkVerdict(t, sb, 2*time.Minute, func(rep compare.Report) bool {
+		for _, f := range targetOf(t, rep).Fields {
+			if f.Verdict == compare.InsufficientData {
+				return false // judge the outputs too
+			}
+		}
+		return rep.Verdict == compare.Regression
+	})
+	t.Logf("hotpair dark report:\n%s", text)
+	tr := targetOf(t, rep)
+	if rep.Verdict != compare.Regression || tr.Resources.Verdict != compare.Regression ||
+		!strings.Contains(text, "resources: aggregator rss_bytes: dark") {
+		t.Fatalf("the candidate's memory per event is not reported as a resource regression")
+	}
+	for _, f := range tr.Fields {
+		if f.Verdict != compare.Pass {
+			t.Errorf("%s %s: %s (dark≠live %d/%d), but the candidate's outputs are those of the live build", f.Output, f.Field, f.Verdict, f.RawDiffs, f.RawPoints)
+		}
+	}
+	var rss *compare.ResourceRow
+	for i, row := range tr.Resources.Rows {
+		if row.Stage == "aggregator" && row.Metric == "rss_bytes" {
+			rss = &tr.Resources.Rows[i]
+		}
+	}
+	if rss == nil || rss.Verdict != compare.Regression || !(rss.Dark > rss.Limit && rss.Limit > rss.Live) || rss.P >= 0.02 {
+		t.Fatalf("the aggregator's memory row: %+v", rss)
+	}
+	sb.interrupt(t)
+}
+
+// darkVerdict runs `hotpair dark report` against the sandbox's page (the
+// leading monitor's comparator) until done holds for its JSON report, and
+// returns that report and the text the same command prints then, with its
+// exit status checked against the verdict.
+func darkVerdict(t *testing.T, sb *sandboxProcess, timeout time.Duration, done func(compare.Report) bool) (compare.Report, string) {
+	t.Helper()
+	bin, url := testbin.Hotpair(t), "http://"+sb.addr.HTTP
+	deadline := time.Now().Add(timeout)
+	for {
+		out, code := darkReport(t, bin, "--json", "--url", url)
+		var rep compare.Report
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("hotpair dark report --json: %v\n%s", err, out)
+		}
+		if code != rep.Verdict.ExitCode() {
+			t.Fatalf("hotpair dark report --json exited %d with the verdict %s", code, rep.Verdict)
+		}
+		if done(rep) {
+			text, code := darkReport(t, bin, "--url", url)
+			if code != rep.Verdict.ExitCode() || !strings.Contains(string(text), "dark canary: "+strings.ToUpper(rep.Verdict.String())) {
+				t.Fatalf("hotpair dark report exited %d after the verdict %s:\n%s", code, rep.Verdict, text)
+			}
+			return rep, string(text)
+		}
+		if time.Now().After(deadline) {
+			text, _ := darkReport(t, bin, "--url", url)
+			t.Fatalf("no verdict of the candidate within %s; the last report:\n%s", timeout, text)
+		}
+		select {
+		case err := <-sb.exited:
+			t.Fatalf("the sandbox exited: %v", err)
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// darkReport runs `hotpair dark report` and returns its stdout and exit status.
+func darkReport(t *testing.T, bin string, args ...string) ([]byte, int) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"dark", "report"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return stdout.Bytes(), 0
+	case errors.As(err, &exit):
+		return stdout.Bytes(), exit.ExitCode()
+	}
+	t.Fatalf("hotpair dark report: %v\n%s", err, stderr.String())
+	return nil, 0
+}
+
+// targetOf is the sandbox's dark target in rep.
+func targetOf(t *testing.T, rep compare.Report) compare.TargetReport {
+	t.Helper()
+	for _, tr := range rep.Targets {
+		if tr.Name == "canary" {
+			return tr
+		}
+	}
+	if len(rep.Targets) > 0 {
+		t.Fatalf("the report has no target canary: %+v", rep.Targets)
+	}
+	return compare.TargetReport{}
+}
