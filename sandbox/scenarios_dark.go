@@ -217,24 +217,8 @@ func (r *run) darkSampleIsTheHash() {
 // topicKeys reads a topic of a cluster to its end and returns its keys.
 func (r *run) topicKeys(cluster, topic string) (map[string]bool, error) {
 	keys := map[string]bool{}
-	err := r.readTopic(cluster, topic, func(rec *kgo.Record) { keys[string(rec.Key)] = true })
+	err := r.s.readTopic(r.ctx, cluster, topic, func(rec *kgo.Record) { keys[string(rec.Key)] = true })
 	return keys, err
-}
-
-// readTopic hands every record of a cluster's topic, up to its end now, to fn.
-func (r *run) readTopic(cluster, topic string, fn func(*kgo.Record)) error {
-	ctx, cancel := context.WithTimeout(r.ctx, 20*time.Second)
-	defer cancel()
-	cl, err := kafka.NewClient(r.s.kafkaCluster(cluster), "hotpair-sandbox-scenario")
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	err = kafka.ReadRange(ctx, cl, topic, time.Time{}, func(rec *kgo.Record) bool { fn(rec); return true })
-	if err != nil {
-		return fmt.Errorf("reading %s of the %s cluster: %w", topic, cluster, err)
-	}
-	return nil
 }
 
 // liveUntouched: nothing of the dark pipeline is on either live cluster.
@@ -247,7 +231,7 @@ func (r *run) liveUntouched() {
 	bad := 0
 	for _, side := range contract.Sides() {
 		n, dark := 0, 0
-		err := r.readTopic(side.String(), r.s.topics.Health, func(rec *kgo.Record) {
+		err := r.s.readTopic(r.ctx, side.String(), r.s.topics.Health, func(rec *kgo.Record) {
 			n++
 			if s, err := contract.DecodeHealthSample(rec.Value); err == nil && (s.Role == contract.RoleDark || strings.Contains(s.Instance, "dark")) {
 				dark++

@@ -116,23 +116,31 @@ func cmpString(a, b string) int {
 // lifetimeSpend reads a side's budget-status topic to its end and returns
 // each campaign's latest lifetime spend.
 func (s *Sandbox) lifetimeSpend(ctx context.Context, side string) (map[string]int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cl, err := kafka.NewClient(s.kafkaCluster(side), "hotpair-sandbox-spend")
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
 	out := map[string]int64{}
-	topic := s.topics.BudgetStatus
-	err = kafka.ReadRange(ctx, cl, topic, time.Time{}, func(r *kgo.Record) bool {
+	err := s.readTopic(ctx, side, s.topics.BudgetStatus, func(r *kgo.Record) {
 		if st, err := contract.DecodeBudgetStatus(r.Value); err == nil {
 			out[st.Campaign] = st.SpentLifetimeMicros
 		}
-		return true
 	})
 	if err != nil && !errors.Is(err, kafka.ErrNoTopic) {
-		return nil, fmt.Errorf("reading %s of %s: %w", topic, side, err)
+		return nil, err
 	}
 	return out, nil
+}
+
+// readTopic hands every record of a cluster's topic (cluster by name), up
+// to its end now, to fn; a topic that does not exist is kafka.ErrNoTopic.
+func (s *Sandbox) readTopic(ctx context.Context, cluster, topic string, fn func(*kgo.Record)) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cl, err := kafka.NewClient(s.kafkaCluster(cluster), "hotpair-sandbox-reader")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	err = kafka.ReadRange(ctx, cl, topic, time.Time{}, func(r *kgo.Record) bool { fn(r); return true })
+	if err != nil {
+		return fmt.Errorf("reading %s of the %s cluster: %w", topic, cluster, err)
+	}
+	return nil
 }
