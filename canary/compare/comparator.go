@@ -47,7 +47,8 @@ type Options struct {
 }
 
 // Comparator is the dark comparison daemon: it reads the outputs and the
-// health samples of both live sides and every dark target, runs a
+// health samples of both live sides and every dark target (and the
+// target's budgets table: the campaigns it was sent), runs a
 // comparison round every interval and keeps the latest Report. A
 // Comparator runs once; cancelling Run's ctx stops it.
 type Comparator struct {
@@ -226,7 +227,9 @@ func (c *Comparator) follow(ctx context.Context, wg *sync.WaitGroup, targets []t
 		rctx, stop := context.WithCancel(ctx)
 		readers[t.Name] = &targetReader{spec: t, stop: stop}
 		c.log.Info("comparing a dark target", "target", t.Name, "source", t.Source, "brokers", t.cluster.Brokers)
-		wg.Go(func() { c.read(rctx, Dark(t.Name), t.cluster, contract.TopicsWithPrefix(contract.DarkPrefix(t.Name))) })
+		topics := contract.TopicsWithPrefix(contract.DarkPrefix(t.Name))
+		wg.Go(func() { c.read(rctx, Dark(t.Name), t.cluster, topics) })
+		wg.Go(func() { c.readSampled(rctx, t.Name, t.cluster, topics) })
 	}
 	for name, r := range readers {
 		if !slices.ContainsFunc(targets, func(t targetSpec) bool { return t.Name == name }) {
@@ -258,15 +261,46 @@ func (c *Comparator) round(targets []targetSpec) {
 func (c *Comparator) read(ctx context.Context, src Source, cl kafka.Cluster, t contract.Topics) {
 	topics := map[string]string{t.BudgetStatus: outdiff.BudgetStatus, t.Pacing: outdiff.Pacing, t.BidMultipliers: outdiff.BidMultipliers, t.Health: ""}
 	from := time.Now().Add(-c.cfg.Horizon)
-	opts := append([]kgo.Opt{kgo.ConsumeTopics(t.BudgetStatus, t.Pacing, t.BidMultipliers, t.Health),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(from.UnixMilli()))}, c.kopts...)
+	c.poll(ctx, src, cl, []string{t.BudgetStatus, t.Pacing, t.BidMultipliers, t.Health}, kgo.NewOffset().AfterMilli(from.UnixMilli()),
+		func(r *kgo.Record, at time.Time) error {
+			if r.Topic == t.Health {
+				s, err := decodeSample(r.Value)
+				if err == nil {
+					c.engine.ObserveHealth(src, s, at)
+				}
+				return err
+			}
+			if r.Value == nil {
+				return nil
+			}
+			return c.engine.ObserveOutput(src, topics[r.Topic], string(r.Key), r.Value, at)
+		})
+}
+
+// readSampled follows a dark target's budgets table from its start: its
+// keys are the campaigns the dispatcher sent it, each with the time its row
+// was written (a row is sent once, when the campaign goes dark, so the table
+// is read whole, not from the horizon). It is compacted: one row per
+// sampled campaign.
+func (c *Comparator) readSampled(ctx context.Context, target string, cl kafka.Cluster, t contract.Topics) {
+	c.poll(ctx, Dark(target), cl, []string{t.Budgets}, kgo.NewOffset().AtStart(), func(r *kgo.Record, _ time.Time) error {
+		c.engine.ObserveSampled(target, string(r.Key), r.Value == nil, r.Timestamp)
+		return nil
+	})
+}
+
+// poll reads topics of a pipeline from reset until ctx ends, handing every
+// record to observe under the engine's lock with the time it was received.
+func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, topics []string, reset kgo.Offset,
+	observe func(r *kgo.Record, at time.Time) error) {
+	opts := append([]kgo.Opt{kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(reset)}, c.kopts...)
 	client, err := kafka.NewClient(cl, "hotpair-dark-compare", opts...)
+	label := src.String()
 	if err != nil {
-		c.log.Error("cannot read a pipeline", "pipeline", src.String(), "err", err)
+		c.log.Error("cannot read a pipeline", "pipeline", label, "topics", topics, "err", err)
 		return
 	}
 	defer client.Close()
-	label := src.String()
 	for {
 		fs := client.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -278,18 +312,8 @@ func (c *Comparator) read(ctx context.Context, src Source, cl kafka.Cluster, t c
 		at := time.Now()
 		c.mu.Lock()
 		fs.EachRecord(func(r *kgo.Record) {
-			output := topics[r.Topic]
-			var err error
-			if r.Topic == t.Health {
-				var s contract.HealthSample
-				if s, err = decodeSample(r.Value); err == nil {
-					c.engine.ObserveHealth(src, s, at)
-				}
-			} else if r.Value != nil {
-				err = c.engine.ObserveOutput(src, output, string(r.Key), r.Value, at)
-			}
 			c.m.records.WithLabelValues(label).Inc()
-			if err != nil {
+			if observe(r, at) != nil {
 				c.m.badRecords.WithLabelValues(label).Inc()
 			}
 		})

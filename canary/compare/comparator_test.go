@@ -17,10 +17,11 @@ import (
 )
 
 // fastRules compare within moments: rounds every 100ms, values settled
-// after 200ms; 30 campaigns written twice give 60 points.
+// after 200ms, a missing value after 1.4s; 30 campaigns written twice give
+// 60 points.
 func fastRules() Rules {
 	r := DefaultRules()
-	r.Interval, r.Settle, r.Horizon, r.Stale = 100*time.Millisecond, 200*time.Millisecond, time.Minute, 30*time.Second
+	r.Interval, r.Settle, r.MaxSkew, r.Horizon, r.Stale = 100*time.Millisecond, 200*time.Millisecond, 500*time.Millisecond, time.Minute, 30*time.Second
 	return r
 }
 
@@ -136,6 +137,33 @@ func TestComparatorOnThreeClusters(t *testing.T) {
 			if !strings.Contains(reasons, want) {
 				t.Errorf("reasons do not name %q:\n%s", want, reasons)
 			}
+		}
+	})
+	t.Run("sampled campaigns missing on the dark target regress", func(t *testing.T) {
+		p := comparetest.Start(t, "cand")
+		p.Sample(t, 30)
+		var reg *prometheus.Registry
+		c, _ := writeTwice(t, p, 30, func(pipeline string, i int, r comparetest.Row) comparetest.Row {
+			r.Skip = pipeline == "dark" && i%10 == 0 // c-000, c-010, c-020
+			return r
+		}, func() (c *Comparator) { c, reg = startComparator(t, p); return c })
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.Until(ctx, func(r Report) bool { return r.Verdict == Regression }); err != nil {
+			t.Fatalf("no regression: %+v", c.Report().Targets[0])
+		}
+		tr := c.Report().Targets[0]
+		reasons := strings.Join(tr.Reasons, "\n")
+		for _, want := range []string{"budget-status status", "c-000 live active dark missing", "c-010 live active dark missing", "c-020 live active dark missing"} {
+			if !strings.Contains(reasons, want) {
+				t.Errorf("reasons do not name %q:\n%s", want, reasons)
+			}
+		}
+		if tr.Sampled != 30 {
+			t.Errorf("sampled %d, want 30", tr.Sampled)
+		}
+		if got := gaugeValue(t, reg, "hotpair_dark_missing_campaigns", "target", "cand", "output", "budget-status"); got != 3 {
+			t.Errorf("hotpair_dark_missing_campaigns{output=budget-status} = %v, want 3", got)
 		}
 	})
 }

@@ -101,6 +101,17 @@ func (e *Engine) ObserveOutput(src Source, output, key string, value []byte, at 
 	return t.add(output, key, value, at)
 }
 
+// ObserveSampled takes one record of a dark target's budgets topic: its key
+// is a campaign the dispatcher sent to the target, at at (the record's
+// timestamp); a tombstone (gone) takes it back. Clones are not kept. A
+// sampled campaign whose outputs live has and the target does not write is
+// missing (docs/dark.md).
+func (e *Engine) ObserveSampled(target, campaign string, gone bool, at time.Time) {
+	if st, ok := e.targets[target]; ok {
+		st.sample(campaign, gone, at)
+	}
+}
+
 // ObserveHealth takes one health sample of src.
 func (e *Engine) ObserveHealth(src Source, s contract.HealthSample, at time.Time) {
 	if src.Target == "" {
@@ -145,6 +156,9 @@ func (e *Engine) Round(now time.Time) {
 	unsampled := func(k outputKey) bool {
 		for _, st := range e.targets {
 			if _, ok := st.table.ver[k]; ok {
+				return false
+			}
+			if _, ok := st.sampled[k.campaign]; ok {
 				return false
 			}
 		}

@@ -35,12 +35,21 @@ func (e *Engine) Report(now time.Time) Report {
 // judged (too few samples, a rate mismatch) are shown, and do not hold back
 // a pass of the outputs.
 func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
-	tr := TargetReport{Name: st.name, Source: st.source.String(), Campaigns: len(st.campaigns), LastPoint: st.lastPoint,
+	tr := TargetReport{Name: st.name, Source: st.source.String(), Campaigns: len(st.campaigns), Sampled: len(st.sampled), LastPoint: st.lastPoint,
 		Points: map[string]int{}, Resources: e.resources(st)}
 	counts := map[fieldKey]*fieldCount{}
+	missing := map[string]map[string]bool{}
 	for _, r := range st.rounds {
 		for o, n := range r.points {
 			tr.Points[o] += n
+		}
+		for o, cs := range r.missing {
+			if missing[o] == nil {
+				missing[o] = map[string]bool{}
+			}
+			for _, c := range cs {
+				missing[o][c] = true
+			}
 		}
 		for k, fc := range r.fields {
 			sum := counts[k]
@@ -55,8 +64,14 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 			sum.rawSize += fc.rawSize
 			sum.noiseSize += fc.noiseSize
 			sum.unexplained += fc.unexplained
+			sum.rawMissing += fc.rawMissing
+			sum.noiseMissing += fc.noiseMissing
 			sum.worst = worstOf(append(sum.worst, fc.worst...))
 		}
+	}
+	tr.Missing = map[string]int{}
+	for _, o := range outputs {
+		tr.Missing[o] = len(missing[o])
 	}
 	var regressions, short []string
 	for _, f := range outdiff.Fields() {
@@ -107,18 +122,20 @@ func (e *Engine) judgeField(f outdiff.Field, outputPoints int, fc *fieldCount) F
 		fc = &fieldCount{}
 	}
 	fr := FieldReport{Output: f.Output, Field: f.Name, Exact: f.Exact, RawPoints: fc.rawPoints, RawDiffs: fc.rawDiffs,
-		NoisePoints: fc.noisePoints, NoiseDiffs: fc.noiseDiffs, Unexplained: fc.unexplained, Worst: fc.worst}
+		NoisePoints: fc.noisePoints, NoiseDiffs: fc.noiseDiffs, Unexplained: fc.unexplained, Worst: fc.worst,
+		RawMissing: fc.rawMissing, NoiseMissing: fc.noiseMissing}
 	if fc.rawPoints > 0 {
 		fr.RawRate = float64(fc.rawDiffs) / float64(fc.rawPoints)
 	}
 	if fc.noisePoints > 0 {
 		fr.NoiseRate = float64(fc.noiseDiffs) / float64(fc.noisePoints)
 	}
-	if fc.rawDiffs > 0 {
-		fr.RawMeanSize = fc.rawSize / float64(fc.rawDiffs)
+	// Mean sizes are over the values that differ; a missing value has none.
+	if n := fc.rawDiffs - fc.rawMissing; n > 0 {
+		fr.RawMeanSize = fc.rawSize / float64(n)
 	}
-	if fc.noiseDiffs > 0 {
-		fr.NoiseMeanSize = fc.noiseSize / float64(fc.noiseDiffs)
+	if n := fc.noiseDiffs - fc.noiseMissing; n > 0 {
+		fr.NoiseMeanSize = fc.noiseSize / float64(n)
 	}
 	excess := fr.RawRate - fr.NoiseRate
 	switch {
@@ -138,6 +155,9 @@ func regressionReason(fr FieldReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s: dark differs from live on %d of %d points (%.1f%%), primary from standby on %d of %d (%.1f%%)",
 		fr.Output, fr.Field, fr.RawDiffs, fr.RawPoints, 100*fr.RawRate, fr.NoiseDiffs, fr.NoisePoints, 100*fr.NoiseRate)
+	if fr.RawMissing > 0 || fr.NoiseMissing > 0 {
+		fmt.Fprintf(&b, "; missing on dark %d, on the standby %d", fr.RawMissing, fr.NoiseMissing)
+	}
 	if fr.Exact {
 		fmt.Fprintf(&b, "; %d not in the noise (exact field)", fr.Unexplained)
 	}

@@ -13,6 +13,7 @@ type metrics struct {
 	fieldVerdict   *prometheus.GaugeVec
 	points         *prometheus.GaugeVec
 	campaigns      *prometheus.GaugeVec
+	missing        *prometheus.GaugeVec
 	rawRatio       *prometheus.GaugeVec
 	noiseRatio     *prometheus.GaugeVec
 	resourceRatio  *prometheus.GaugeVec
@@ -34,6 +35,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Compared (campaign, update) points of an output, dark vs live, within the horizon."}, []string{"target", "output"}),
 		campaigns: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_compared_campaigns",
 			Help: "Distinct sampled campaigns compared within the horizon."}, []string{"target"}),
+		missing: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_missing_campaigns",
+			Help: "Sampled campaigns whose live value of an output the dark target did not write, within the horizon."}, []string{"target", "output"}),
 		rawRatio: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_raw_difference_ratio",
 			Help: "Fraction of points where the dark target differs from its live source side."}, []string{"target", "output", "field"}),
 		noiseRatio: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_noise_difference_ratio",
@@ -64,6 +67,9 @@ func (m *metrics) update(rep Report) {
 		for o, n := range t.Points {
 			m.points.WithLabelValues(t.Name, o).Set(float64(n))
 		}
+		for o, n := range t.Missing {
+			m.missing.WithLabelValues(t.Name, o).Set(float64(n))
+		}
 		for _, f := range t.Fields {
 			m.fieldVerdict.WithLabelValues(t.Name, f.Output, f.Field).Set(b2f(f.Verdict == Regression))
 			m.rawRatio.WithLabelValues(t.Name, f.Output, f.Field).Set(f.RawRate)
@@ -82,7 +88,7 @@ func (m *metrics) update(rep Report) {
 		if !now[name] {
 			for _, v := range []interface {
 				DeletePartialMatch(prometheus.Labels) int
-			}{m.verdict, m.fieldVerdict, m.points, m.campaigns, m.rawRatio, m.noiseRatio, m.resourceRatio, m.lastComparison} {
+			}{m.verdict, m.fieldVerdict, m.points, m.campaigns, m.missing, m.rawRatio, m.noiseRatio, m.resourceRatio, m.lastComparison} {
 				v.DeletePartialMatch(prometheus.Labels{"target": name})
 			}
 		}

@@ -29,6 +29,12 @@ type pairState struct {
 	synced map[string]bool
 	// diffs are each row's differences at its last compared point.
 	diffs map[outputKey][]outdiff.Diff
+	// pending are the baseline's values of sampled campaigns the other
+	// pipeline has not matched yet; judged the last judged value's seq,
+	// lacks whether the other pipeline lacked it.
+	pending map[outputKey]*pendingMiss
+	judged  map[outputKey]uint64
+	lacks   map[outputKey]bool
 }
 
 type spendMark struct {
@@ -39,7 +45,8 @@ type spendMark struct {
 
 func newPairState() *pairState {
 	return &pairState{last: map[outputKey][2]uint64{}, spend: map[string]spendMark{}, synced: map[string]bool{},
-		diffs: map[outputKey][]outdiff.Diff{}}
+		diffs: map[outputKey][]outdiff.Diff{}, pending: map[outputKey]*pendingMiss{}, judged: map[outputKey]uint64{},
+		lacks: map[outputKey]bool{}}
 }
 
 // point compares row k of a (the baseline) with b's when both are aligned

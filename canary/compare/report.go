@@ -72,10 +72,18 @@ type TargetReport struct {
 	Verdict Verdict `json:"verdict"`
 	// Reasons say why the verdict is not pass, one line each.
 	Reasons []string `json:"reasons,omitempty"`
-	// Campaigns is how many distinct sampled campaigns were compared.
+	// Campaigns is how many distinct sampled campaigns were compared
+	// (found missing included).
 	Campaigns int `json:"campaigns"`
-	// Points per output: compared (campaign, update) pairs, dark vs live.
+	// Sampled is how many campaigns the target was sent (its budgets
+	// topic's keys, clones left out).
+	Sampled int `json:"sampled"`
+	// Points per output: compared (campaign, update) pairs, dark vs live
+	// (values found missing on dark included).
 	Points map[string]int `json:"points"`
+	// Missing per output: distinct sampled campaigns whose live value the
+	// dark target did not write, within the horizon.
+	Missing map[string]int `json:"missing"`
 	// LastPoint is when a dark value was last compared.
 	LastPoint time.Time      `json:"last_point,omitzero"`
 	Fields    []FieldReport  `json:"fields"`
@@ -102,17 +110,24 @@ type FieldReport struct {
 	// Unexplained counts, for an exact field, dark differences on campaigns
 	// whose primary and standby agreed in the same round.
 	Unexplained int `json:"unexplained,omitempty"`
+	// RawMissing and NoiseMissing count, among the differing points, the
+	// values of sampled campaigns live had and the dark target (the
+	// standby) did not write at all (docs/dark.md, "Missing campaigns").
+	RawMissing   int `json:"raw_missing,omitempty"`
+	NoiseMissing int `json:"noise_missing,omitempty"`
 	// Worst are the campaigns with the largest differences, both values.
 	Worst []Example `json:"worst,omitempty"`
 }
 
 // Example is one campaign's differing values.
 type Example struct {
-	Campaign string    `json:"campaign"`
-	Live     string    `json:"live"`
-	Dark     string    `json:"dark"`
-	Size     float64   `json:"size"`
-	At       time.Time `json:"at"`
+	Campaign string  `json:"campaign"`
+	Live     string  `json:"live"`
+	Dark     string  `json:"dark"`
+	Size     float64 `json:"size"`
+	// Missing: the dark target wrote no value (Dark is "missing").
+	Missing bool      `json:"missing,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // ResourceReport is the per-instance resource comparison of one target.

@@ -22,9 +22,12 @@ import (
 //	write PIPELINES K=V…       PIPELINES: primary,standby,dark; campaigns=N [from=I]
 //	                           [status=S] [day=D] [spent=N] [lifetime=N]
 //	                           [rate=F] [mult=F]
+//	sample campaigns=N [from=I] the dispatcher sends the campaigns to the
+//	                           target (their rows on its budgets topic), now
 //	advance D                  time passes by D (the writes settle), then a round
-//	expect K=V…                verdict=, campaigns=, points= (each output's)
-//	expect-field OUT/FIELD K=V… verdict=, raw=DIFFS/POINTS, noise=DIFFS/POINTS
+//	expect K=V…                verdict=, campaigns=, sampled=, points= (each output's)
+//	expect-field OUT/FIELD K=V… verdict=, raw=DIFFS/POINTS, noise=DIFFS/POINTS,
+//	                           missing=RAW/NOISE (of the diffs, values missing)
 //	expect-reason TEXT         a reason of the target contains TEXT
 func TestStories(t *testing.T) {
 	files, _ := filepath.Glob("testdata/stories/*.txt")
@@ -82,6 +85,12 @@ func (s *story) do(line string) {
 			s.fatalf("write PIPELINES K=V…")
 		}
 		s.write(strings.Split(args[0], ","), kvs(args[1:]))
+	case "sample":
+		kv := kvs(args)
+		from, n := int(s.num(kv, "from", 0)), int(s.num(kv, "campaigns", 1))
+		for i := from; i < from+n; i++ {
+			s.engine().ObserveSampled("cand", fmt.Sprintf("c-%03d", i), false, s.now)
+		}
 	case "advance":
 		d, err := time.ParseDuration(rest)
 		if err != nil {
@@ -182,7 +191,8 @@ func (s *story) report() TargetReport {
 func (s *story) expect(kv map[string]string) {
 	s.t.Helper()
 	tr := s.report()
-	got := map[string]string{"verdict": strings.ReplaceAll(tr.Verdict.String(), " ", "-"), "campaigns": strconv.Itoa(tr.Campaigns)}
+	got := map[string]string{"verdict": strings.ReplaceAll(tr.Verdict.String(), " ", "-"), "campaigns": strconv.Itoa(tr.Campaigns),
+		"sampled": strconv.Itoa(tr.Sampled)}
 	if p, ok := kv["points"]; ok {
 		for o, n := range tr.Points {
 			if strconv.Itoa(n) != p {
@@ -209,7 +219,8 @@ func (s *story) expectField(args []string) {
 			continue
 		}
 		got := map[string]string{"verdict": strings.ReplaceAll(f.Verdict.String(), " ", "-"),
-			"raw": fmt.Sprintf("%d/%d", f.RawDiffs, f.RawPoints), "noise": fmt.Sprintf("%d/%d", f.NoiseDiffs, f.NoisePoints)}
+			"raw": fmt.Sprintf("%d/%d", f.RawDiffs, f.RawPoints), "noise": fmt.Sprintf("%d/%d", f.NoiseDiffs, f.NoisePoints),
+			"missing": fmt.Sprintf("%d/%d", f.RawMissing, f.NoiseMissing)}
 		for k, want := range kvs(args[1:]) {
 			if got[k] != want {
 				s.fatalf("%s %s=%s, want %s", args[0], k, got[k], want)

@@ -22,6 +22,9 @@ type targetState struct {
 	raw, noise *pairState
 	// campaigns were compared last at these times.
 	campaigns map[string]time.Time
+	// sampled are the campaigns the target was sent (the keys of its
+	// budgets topic, clones left out), with when they first were.
+	sampled   map[string]time.Time
 	lastPoint time.Time
 	rounds    []round
 }
@@ -32,6 +35,7 @@ type round struct {
 	points      map[string]int // per output, dark vs live
 	noisePoints map[string]int // per output, primary vs standby
 	fields      map[fieldKey]*fieldCount
+	missing     map[string][]string // per output, campaigns found missing on dark
 }
 
 type fieldKey struct{ output, field string }
@@ -41,12 +45,15 @@ type fieldCount struct {
 	rawDiffs, noiseDiffs   int
 	rawSize, noiseSize     float64
 	unexplained            int
-	worst                  []Example
+	// rawMissing and noiseMissing count the differences that are a value
+	// missing on the candidate (dark; the standby), among the diffs.
+	rawMissing, noiseMissing int
+	worst                    []Example
 }
 
 func newTargetState(t Target) *targetState {
 	return &targetState{name: t.Name, source: t.Source, table: newTable(), health: &healthLog{},
-		raw: newPairState(), noise: newPairState(), campaigns: map[string]time.Time{}}
+		raw: newPairState(), noise: newPairState(), campaigns: map[string]time.Time{}, sampled: map[string]time.Time{}}
 }
 
 // round compares every row of the target's sampled campaigns that changed
@@ -54,7 +61,7 @@ func newTargetState(t Target) *targetState {
 // standby (noise) on the same rows. Budget status goes first, so that the
 // other outputs know whether their campaign is in sync.
 func (st *targetState) round(e *Engine, now time.Time) {
-	r := round{at: now, points: map[string]int{}, noisePoints: map[string]int{}, fields: map[fieldKey]*fieldCount{}}
+	r := round{at: now, points: map[string]int{}, noisePoints: map[string]int{}, fields: map[fieldKey]*fieldCount{}, missing: map[string][]string{}}
 	live, prim, stby := e.live[sideIndex(st.source)], e.live[0], e.live[1]
 	for _, first := range []bool{true, false} {
 		for k := range st.table.ver {
@@ -63,14 +70,7 @@ func (st *targetState) round(e *Engine, now time.Time) {
 			}
 			if ds, fields := st.noise.point(prim, stby, k, now, e.rules, e.tol); len(fields) > 0 {
 				r.noisePoints[k.output]++
-				r.count(k.output, fields, ds, func(fc *fieldCount, d *outdiff.Diff) {
-					if d == nil {
-						fc.noisePoints++
-						return
-					}
-					fc.noiseDiffs++
-					fc.noiseSize += d.Size
-				})
+				r.count(k.output, fields, ds, noiseCount)
 			}
 			ds, fields := st.raw.point(live, st.table, k, now, e.rules, e.tol)
 			if len(fields) == 0 {
@@ -78,22 +78,82 @@ func (st *targetState) round(e *Engine, now time.Time) {
 			}
 			r.points[k.output]++
 			st.campaigns[k.campaign], st.lastPoint = now, now
-			noise := st.noise.diffs[k]
-			r.count(k.output, fields, ds, func(fc *fieldCount, d *outdiff.Diff) {
-				if d == nil {
-					fc.rawPoints++
-					return
+			r.count(k.output, fields, ds, st.rawCount(k, now))
+		}
+	}
+	// Sampled campaigns whose values live has and a pipeline lacks.
+	for c, since := range st.sampled {
+		for _, o := range outputs {
+			k := outputKey{o, c}
+			if _, ok := st.table.ver[k]; !ok { // the noise on the rows the target lacks
+				if ds, fields := st.noise.point(prim, stby, k, now, e.rules, e.tol); len(fields) > 0 {
+					r.noisePoints[k.output]++
+					r.count(k.output, fields, ds, noiseCount)
 				}
-				fc.rawDiffs++
-				fc.rawSize += d.Size
-				if exact(k.output, d.Field) && !slices.ContainsFunc(noise, func(n outdiff.Diff) bool { return n.Field == d.Field }) {
-					fc.unexplained++
-				}
-				fc.keep(Example{Campaign: k.campaign, Live: d.Baseline, Dark: d.Candidate, Size: d.Size, At: now})
-			})
+			}
+			if ds := st.noise.missing(prim, stby, k, time.Time{}, st.sampled, now, e.rules); ds != nil {
+				r.noisePoints[o]++
+				r.count(o, fieldsOf(ds), ds, noiseCount)
+			}
+			if ds := st.raw.missing(live, st.table, k, since, st.sampled, now, e.rules); ds != nil {
+				r.points[o]++
+				r.missing[o] = append(r.missing[o], c)
+				st.campaigns[c] = now
+				r.count(o, fieldsOf(ds), ds, st.rawCount(k, now))
+			}
 		}
 	}
 	st.rounds = append(st.rounds, r)
+}
+
+// outputs are the compared outputs, budget status first.
+var outputs = []string{outdiff.BudgetStatus, outdiff.Pacing, outdiff.BidMultipliers}
+
+// noiseCount counts a noise point (d nil) or difference.
+func noiseCount(fc *fieldCount, d *outdiff.Diff) {
+	if d == nil {
+		fc.noisePoints++
+		return
+	}
+	fc.noiseDiffs++
+	fc.noiseSize += d.Size
+	if isMissing(*d) {
+		fc.noiseMissing++
+	}
+}
+
+// rawCount returns what counts a raw point (d nil) or difference of row k:
+// a difference of an exact field is unexplained unless primary and standby
+// differed on that field of the row too (or the standby lacks the row).
+func (st *targetState) rawCount(k outputKey, now time.Time) func(*fieldCount, *outdiff.Diff) {
+	noise := st.noise.diffs[k]
+	_, pending := st.noise.pending[k]
+	noiseMissing := pending || st.noise.lacks[k]
+	return func(fc *fieldCount, d *outdiff.Diff) {
+		if d == nil {
+			fc.rawPoints++
+			return
+		}
+		fc.rawDiffs++
+		fc.rawSize += d.Size
+		missing := isMissing(*d)
+		if missing {
+			fc.rawMissing++
+		}
+		if exact(k.output, d.Field) && !noiseMissing && !slices.ContainsFunc(noise, func(n outdiff.Diff) bool { return n.Field == d.Field }) {
+			fc.unexplained++
+		}
+		fc.keep(Example{Campaign: k.campaign, Live: d.Baseline, Dark: d.Candidate, Size: d.Size, Missing: missing, At: now})
+	}
+}
+
+// fieldsOf are the fields of ds, in order.
+func fieldsOf(ds []outdiff.Diff) []string {
+	fs := make([]string, len(ds))
+	for i, d := range ds {
+		fs[i] = d.Field
+	}
+	return fs
 }
 
 // count calls add once per compared field (d nil) and once per difference.
@@ -121,11 +181,16 @@ func (fc *fieldCount) keep(ex Example) {
 	fc.worst = worstOf(append(fc.worst, ex))
 }
 
-// worstOf sorts examples by size (largest first, then latest, then
-// campaign) and keeps maxExamples, one per campaign.
+// worstOf sorts examples (missing values first, then by size, largest
+// first, then latest, then campaign) and keeps maxExamples, one per campaign.
 func worstOf(exs []Example) []Example {
 	slices.SortStableFunc(exs, func(a, b Example) int {
 		switch {
+		case a.Missing != b.Missing:
+			if a.Missing {
+				return -1
+			}
+			return 1
 		case a.Size != b.Size:
 			if a.Size > b.Size {
 				return -1
@@ -158,9 +223,12 @@ func (st *targetState) prune(from time.Time) {
 		}
 	}
 	st.table.prune(from)
-	kept := func(k outputKey) bool { _, ok := st.table.ver[k]; return ok }
-	st.raw.forget(kept)
-	st.noise.forget(kept)
+	sampled := func(c string) bool { _, ok := st.sampled[c]; return ok }
+	kept := func(k outputKey) bool { _, ok := st.table.ver[k]; return ok || sampled(k.campaign) }
+	for _, ps := range []*pairState{st.raw, st.noise} {
+		ps.forget(kept)
+		ps.forgetMissing(sampled)
+	}
 	st.health.prune(from)
 }
 

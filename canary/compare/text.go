@@ -25,6 +25,13 @@ func (r Report) WriteText(w io.Writer) {
 		for _, o := range []string{outdiff.BudgetStatus, outdiff.Pacing, outdiff.BidMultipliers} {
 			fmt.Fprintf(w, " %s %d", o, t.Points[o])
 		}
+		fmt.Fprintf(w, "; sampled %d", t.Sampled)
+		if n := t.Missing[outdiff.BudgetStatus] + t.Missing[outdiff.Pacing] + t.Missing[outdiff.BidMultipliers]; n > 0 {
+			fmt.Fprintf(w, "; missing on dark")
+			for _, o := range []string{outdiff.BudgetStatus, outdiff.Pacing, outdiff.BidMultipliers} {
+				fmt.Fprintf(w, " %s %d", o, t.Missing[o])
+			}
+		}
 		fmt.Fprintln(w)
 		for _, reason := range t.Reasons {
 			fmt.Fprintf(w, "  ! %s\n", reason)

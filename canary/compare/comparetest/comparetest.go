@@ -24,7 +24,8 @@ type Pipelines struct {
 	Primary, Standby, Dark *kfake.Cluster
 }
 
-// Start starts the clusters with every compared topic (3 partitions).
+// Start starts the clusters with every compared topic and budgets (3
+// partitions).
 func Start(t testing.TB, target string) *Pipelines {
 	t.Helper()
 	p := &Pipelines{Target: target, Primary: kafkatest.Cluster(t), Standby: kafkatest.Cluster(t), Dark: kafkatest.Cluster(t)}
@@ -34,7 +35,7 @@ func Start(t testing.TB, target string) *Pipelines {
 	}{{p.Primary, ""}, {p.Standby, ""}, {p.Dark, contract.DarkPrefix(target)}} {
 		tp := contract.TopicsWithPrefix(c.prefix)
 		specs := []kafka.TopicSpec{{Name: tp.BudgetStatus, Compacted: true}, {Name: tp.Pacing, Compacted: true},
-			{Name: tp.BidMultipliers, Compacted: true}, {Name: tp.Health}}
+			{Name: tp.BidMultipliers, Compacted: true}, {Name: tp.Health}, {Name: tp.Budgets, Compacted: true}}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := kafka.EnsureTopics(ctx, kafka.Cluster{Brokers: c.cl.ListenAddrs()}, 3, 1, specs...)
 		cancel()
@@ -47,6 +48,8 @@ func Start(t testing.TB, target string) *Pipelines {
 
 // Row is one campaign's outputs.
 type Row struct {
+	// Skip: the pipeline writes nothing for the campaign.
+	Skip   bool
 	Status string
 	// Day is the budget day ("": the date written).
 	Day   string
@@ -115,6 +118,9 @@ func (p *Pipelines) Write(t testing.TB, n int, change func(pipeline string, i in
 				r = change(c.name, i, r)
 			}
 			camp := fmt.Sprintf("c-%03d", i)
+			if r.Skip {
+				continue
+			}
 			for _, o := range r.Outputs(t, camp, at) {
 				topic := map[string]string{"budget-status": tp.BudgetStatus, "pacing": tp.Pacing, "bid-multipliers": tp.BidMultipliers}[o.Output]
 				recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(camp), Value: o.Value})
@@ -126,6 +132,27 @@ func (p *Pipelines) Write(t testing.TB, n int, change func(pipeline string, i in
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Sample writes the budget rows of n campaigns (c-000…) to the dark
+// target's budgets topic, as the dispatcher sends a sampled campaign's.
+func (p *Pipelines) Sample(t testing.TB, n int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := range n {
+		camp := fmt.Sprintf("c-%03d", i)
+		b, err := contract.Encode(contract.Budget{V: 1, Campaign: camp, Advertiser: "adv", DailyMicros: 1_000_000_000, Timezone: "UTC"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: contract.TopicsWithPrefix(contract.DarkPrefix(p.Target)).Budgets, Key: []byte(camp), Value: b})
+	}
+	cl := kafkatest.Client(t, p.Dark.ListenAddrs(), kgo.ProducerLinger(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
 	}
 }
 

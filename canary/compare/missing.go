@@ -1,0 +1,157 @@
+package compare
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hotpair/hotpair/canary/outdiff"
+	"github.com/hotpair/hotpair/contract"
+)
+
+// missingValue stands for the value a pipeline did not write, and
+// missingDetail marks such a difference.
+const (
+	missingValue  = "missing"
+	missingDetail = "no value where the baseline has one"
+)
+
+// pendingMiss is a baseline value of a sampled campaign that the other
+// pipeline has not matched yet.
+type pendingMiss struct {
+	seq uint64
+	// due is when the other pipeline should have written its value: the
+	// baseline's updated_at, or (dark) when the campaign went dark if later.
+	due time.Time
+	// evidence is the first round that saw the other pipeline write a
+	// campaign sampled no earlier than this one, at or after due.
+	evidence time.Time
+	live     map[string]string // field → the baseline's value
+}
+
+// missing follows the baseline a's latest value of row k of a sampled
+// campaign that b lacks. The campaign went dark at since (zero for the
+// noise: both live sides get every campaign); sampled are every sampled
+// campaign's times. It returns one difference per field of the output, the
+// value missing on b, when b is known to be past it and still lacks it:
+//
+//   - b has no value of the row written at or after due − max_skew (one
+//     within the skew is compared by point; a later one means b has the
+//     campaign);
+//   - b wrote the same output for a campaign sampled at the same time or
+//     later (within max_skew) at or after due: b processed the input that
+//     came with this campaign's, so it is not starting or catching up
+//     before it;
+//   - and still lacked it missingGrace after it first did so.
+//
+// A baseline value is judged once; the next is taken once it is.
+func (ps *pairState) missing(a, b *table, k outputKey, since time.Time, sampled map[string]time.Time, now time.Time, r Rules) []outdiff.Diff {
+	va, ok := a.ver[k]
+	if !ok {
+		return nil
+	}
+	p := ps.pending[k]
+	if p == nil {
+		if ps.judged[k] == va.seq {
+			return nil
+		}
+		due := va.updated
+		if since.After(due) {
+			due = since
+		}
+		p = &pendingMiss{seq: va.seq, due: due, live: fieldValues(a, k)}
+		ps.pending[k] = p
+	}
+	if vb, ok := b.ver[k]; ok && !vb.updated.Before(p.due.Add(-r.MaxSkew)) {
+		delete(ps.pending, k)
+		ps.judged[k], ps.lacks[k] = p.seq, false
+		return nil
+	}
+	if p.evidence.IsZero() {
+		if now.Sub(p.due) < r.MaxSkew || !wroteLater(b, k, p.due, sampled, r.MaxSkew) {
+			return nil
+		}
+		p.evidence = now
+	}
+	if now.Sub(p.evidence) < missingGrace(r) {
+		return nil
+	}
+	delete(ps.pending, k)
+	ps.judged[k], ps.lacks[k] = p.seq, true
+	var ds []outdiff.Diff
+	for _, f := range outdiff.Fields() {
+		if f.Output == k.output {
+			ds = append(ds, outdiff.Diff{Output: k.output, Key: k.campaign, Field: f.Name, Baseline: p.live[f.Name],
+				Candidate: missingValue, Detail: missingDetail})
+		}
+	}
+	return ds
+}
+
+// missingGrace is how long a value may still come after the other pipeline
+// showed it is past it: a value within the skew arrives by max_skew and
+// settles, and two more rounds allow for a round's granularity and for a
+// partition processed a little after the others (docs/dark.md: 17s by
+// default, 3.4s in the sandbox).
+func missingGrace(r Rules) time.Duration { return r.Settle + r.MaxSkew + 2*r.Interval }
+
+// wroteLater reports whether b wrote output k.output, at or after due, for
+// another campaign sampled no earlier than k's (within skew).
+func wroteLater(b *table, k outputKey, due time.Time, sampled map[string]time.Time, skew time.Duration) bool {
+	from := sampled[k.campaign].Add(-skew)
+	for c, at := range sampled {
+		if c == k.campaign || at.Before(from) {
+			continue
+		}
+		if v, ok := b.ver[outputKey{k.output, c}]; ok && !v.updated.Before(due) {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldValues are row k's compared fields as the report prints them.
+func fieldValues(t *table, k outputKey) map[string]string {
+	switch k.output {
+	case outdiff.BudgetStatus:
+		s := t.out.Status[k.campaign]
+		return map[string]string{"status": s.Status, "day": s.Day, "spent_today_micros": strconv.FormatInt(s.SpentTodayMicros, 10),
+			"spent_lifetime_micros": strconv.FormatInt(s.SpentLifetimeMicros, 10)}
+	case outdiff.Pacing:
+		return map[string]string{"rate": outdiff.FormatFloat(t.out.Pacing[k.campaign].Rate)}
+	}
+	return map[string]string{"multiplier": outdiff.FormatFloat(t.out.Bid[k.campaign].Multiplier)}
+}
+
+// isMissing reports whether d is a value missing on the candidate.
+func isMissing(d outdiff.Diff) bool { return d.Detail == missingDetail }
+
+// sample records that campaign went dark on the target at at (its budget
+// row's timestamp on the target's budgets topic), or, for a tombstone,
+// that it no longer is. Clones are not kept.
+func (st *targetState) sample(campaign string, gone bool, at time.Time) {
+	if _, k := contract.DarkCampaignOf(campaign); k != 0 {
+		return
+	}
+	if gone {
+		delete(st.sampled, campaign)
+		return
+	}
+	if first, ok := st.sampled[campaign]; !ok || at.Before(first) {
+		st.sampled[campaign] = at
+	}
+}
+
+// forgetMissing drops what the state follows of campaigns no longer sampled.
+func (ps *pairState) forgetMissing(sampled func(campaign string) bool) {
+	for k := range ps.pending {
+		if !sampled(k.campaign) {
+			delete(ps.pending, k)
+		}
+	}
+	for k := range ps.judged {
+		if !sampled(k.campaign) {
+			delete(ps.judged, k)
+			delete(ps.lacks, k)
+		}
+	}
+}
