@@ -46,6 +46,13 @@ func darkCanary(r *run) {
 	}
 	r.darkSampleIsTheHash()
 	r.liveUntouched()
+	// By now the good build has been compared for longer than the grace
+	// after which a value it lacks would count as missing.
+	rep = r.darkReport()
+	if tr = darkTarget(rep); tr != nil {
+		n := tr.Missing["budget-status"] + tr.Missing["pacing"] + tr.Missing["bid-multipliers"]
+		r.check("no sampled campaign missing on the dark target", tr.Sampled > 0 && n == 0, "%s", darkSummary(rep))
+	}
 
 	// The dark target dies.
 	acked := r.darkAcked()
@@ -129,8 +136,9 @@ func darkSummary(rep compare.Report) string {
 	if tr == nil {
 		return fmt.Sprintf("verdict %s, no target %s", rep.Verdict, DarkName)
 	}
-	s := fmt.Sprintf("verdict %s, %d campaigns compared, points budget-status %d pacing %d bid-multipliers %d",
-		tr.Verdict, tr.Campaigns, tr.Points["budget-status"], tr.Points["pacing"], tr.Points["bid-multipliers"])
+	s := fmt.Sprintf("verdict %s, %d campaigns compared of %d sampled, points budget-status %d pacing %d bid-multipliers %d, missing %d %d %d",
+		tr.Verdict, tr.Campaigns, tr.Sampled, tr.Points["budget-status"], tr.Points["pacing"], tr.Points["bid-multipliers"],
+		tr.Missing["budget-status"], tr.Missing["pacing"], tr.Missing["bid-multipliers"])
 	if len(tr.Reasons) > 0 {
 		s += "; " + strings.Join(tr.Reasons, "; ")
 	}

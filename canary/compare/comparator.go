@@ -199,8 +199,9 @@ func (c *Comparator) Run(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		targets := c.targets(sess, readers)
+		c.setTargets(targets) // before their readers: a target's budgets are read once
 		c.follow(ctx, &wg, targets, readers)
-		c.round(targets)
+		c.round()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -240,15 +241,21 @@ func (c *Comparator) follow(ctx context.Context, wg *sync.WaitGroup, targets []t
 	}
 }
 
-// round runs one comparison round and publishes its report.
-func (c *Comparator) round(targets []targetSpec) {
+// setTargets tells the engine the targets to judge.
+func (c *Comparator) setTargets(targets []targetSpec) {
 	ts := make([]Target, len(targets))
 	for i, t := range targets {
 		ts[i] = t.Target
 	}
-	now := time.Now()
 	c.mu.Lock()
 	c.engine.SetTargets(ts)
+	c.mu.Unlock()
+}
+
+// round runs one comparison round and publishes its report.
+func (c *Comparator) round() {
+	now := time.Now()
+	c.mu.Lock()
 	c.engine.Round(now)
 	rep := c.engine.Report(now)
 	c.mu.Unlock()
