@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,6 +90,50 @@ func TestDarkRegressionResourceCost(t *testing.T) {
 	}
 	if rss == nil || rss.Verdict != compare.Regression || !(rss.Dark > rss.Limit && rss.Limit > rss.Live) || rss.P >= 0.02 {
 		t.Fatalf("the aggregator's memory row: %+v", rss)
+	}
+	sb.interrupt(t)
+}
+
+// TestDarkRegressionMissingCampaigns: a candidate that writes nothing for
+// two of the campaigns it is sent, and the live build's outputs for the
+// others, runs dark at multiplier 1. The comparator knows the sampled
+// campaigns from the target's budgets topic: `hotpair dark report` exits 1,
+// budget status regresses, and the report names both campaigns as "dark
+// missing", no other.
+func TestDarkRegressionMissingCampaigns(t *testing.T) {
+	t.Parallel() // see TestFaultMatrix
+	candidate := testbin.Candidate(t, testbin.OutputsSkipTwoCampaigns)
+	sb := startSandbox(t, testbin.Hotpair(t), "--dark", "--dark-binary", candidate, "--dark-multiplier", "1")
+	rep, text := darkVerdict(t, sb, 2*time.Minute, func(rep compare.Report) bool { return rep.Verdict != compare.InsufficientData })
+	t.Logf("hotpair dark report:\n%s", text)
+	tr := targetOf(t, rep)
+	if rep.Verdict != compare.Regression || !strings.Contains(text, "budget-status status: dark differs from live") {
+		t.Fatalf("the campaigns the candidate skips are not reported as a regression of the budget status")
+	}
+	for _, f := range tr.Fields {
+		if f.Output != "budget-status" || f.Field != "status" {
+			continue
+		}
+		var named []string
+		for _, ex := range f.Worst {
+			if ex.Missing {
+				named = append(named, ex.Campaign)
+			}
+		}
+		slices.Sort(named)
+		if f.Verdict != compare.Regression || f.RawMissing == 0 || f.NoiseMissing != 0 || !slices.Equal(named, []string{"camp-003", "camp-007"}) {
+			t.Errorf("budget-status status: %+v; missing campaigns named %v, want camp-003 and camp-007", f, named)
+		}
+	}
+	for _, c := range []string{"camp-003", "camp-007"} {
+		if !regexp.MustCompile(c + ` live \S+ dark missing`).MatchString(text) {
+			t.Errorf("the report does not name %s as missing", c)
+		}
+	}
+	// Sampled: every campaign with a budget row goes dark at multiplier 1,
+	// that is 11 of the sandbox's 12 (its last has none).
+	if tr.Missing["budget-status"] != 2 || tr.Sampled != 11 {
+		t.Errorf("missing %v of %d sampled; want 2 budget statuses of 11", tr.Missing, tr.Sampled)
 	}
 	sb.interrupt(t)
 }

@@ -42,12 +42,16 @@ func BenchmarkObserve(b *testing.B) {
 }
 
 // BenchmarkRound is what a round and a report cost once every sampled
-// campaign has a new update on the three pipelines, to compare with
-// BenchmarkObserve's ns/campaign.
+// campaign (all of them on the target's budgets topic, so followed for
+// missing values too) has a new update on the three pipelines, to compare
+// with BenchmarkObserve's ns/campaign.
 func BenchmarkRound(b *testing.B) {
 	recs := benchRecords(b, t0)
 	e := NewEngine(DefaultRules())
 	e.SetTargets([]Target{{Name: "cand", Source: contract.Primary}})
+	for i := range benchCampaigns {
+		e.ObserveSampled("cand", fmt.Sprintf("c-%06d", i), false, t0)
+	}
 	now := t0
 	feed := func() {
 		for i, outs := range recs {

@@ -114,6 +114,15 @@ var PacingRuleHalved = Patch{File: "pipeline/pacing.go",
 	Old: "required := float64(left) / math.Max(in.RemainingSec, 1)",
 	New: "required := float64(left) / 2 / math.Max(in.RemainingSec, 1)"}
 
+// OutputsSkipTwoCampaigns is the patch of a candidate whose services write
+// nothing for camp-003 and camp-007 (as if they crashed on them): every
+// other campaign's outputs are those of the live build, so only the
+// campaigns it was sent and never wrote tell it apart.
+var OutputsSkipTwoCampaigns = Patch{File: "pipeline/services.go",
+	Old: "\tctx.Emit(goka.Stream(s.output), ctx.Key(), b)\n",
+	New: "\tif k := ctx.Key(); k == \"camp-003\" || k == \"camp-007\" {\n\t\treturn // the candidate's deliberate fault\n\t}\n" +
+		"\tctx.Emit(goka.Stream(s.output), ctx.Key(), b)\n"}
+
 // AggregatorMemoryPerEvent is the patch of a candidate whose aggregator
 // keeps 16 KiB of memory for every ad event it processes (written, so that
 // it is resident; never released) and whose outputs are unchanged: a build
