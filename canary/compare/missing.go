@@ -49,6 +49,10 @@ func (ps *pairState) missing(a, b *table, k outputKey, since time.Time, sampled 
 	if !ok {
 		return nil
 	}
+	matched := func(due time.Time) bool {
+		vb, ok := b.ver[k]
+		return ok && !vb.updated.Before(due.Add(-r.MaxSkew))
+	}
 	p := ps.pending[k]
 	if p == nil {
 		if ps.judged[k] == va.seq {
@@ -58,10 +62,14 @@ func (ps *pairState) missing(a, b *table, k outputKey, since time.Time, sampled 
 		if since.After(due) {
 			due = since
 		}
+		if matched(due) { // the usual case: nothing to follow
+			ps.judged[k], ps.lacks[k] = va.seq, false
+			return nil
+		}
 		p = &pendingMiss{seq: va.seq, due: due, live: fieldValues(a, k)}
 		ps.pending[k] = p
 	}
-	if vb, ok := b.ver[k]; ok && !vb.updated.Before(p.due.Add(-r.MaxSkew)) {
+	if matched(p.due) {
 		delete(ps.pending, k)
 		ps.judged[k], ps.lacks[k] = p.seq, false
 		return nil
