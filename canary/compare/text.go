@@ -22,13 +22,13 @@ func (r Report) WriteText(w io.Writer) {
 	}
 	for _, t := range r.Targets {
 		fmt.Fprintf(w, "\ntarget %s (copy of %s): %s — %d campaigns compared; points", t.Name, t.Source, strings.ToUpper(t.Verdict.String()), t.Campaigns)
-		for _, o := range []string{outdiff.BudgetStatus, outdiff.Pacing, outdiff.BidMultipliers} {
+		for _, o := range outputs {
 			fmt.Fprintf(w, " %s %d", o, t.Points[o])
 		}
 		fmt.Fprintf(w, "; sampled %d", t.Sampled)
 		if n := t.Missing[outdiff.BudgetStatus] + t.Missing[outdiff.Pacing] + t.Missing[outdiff.BidMultipliers]; n > 0 {
 			fmt.Fprintf(w, "; missing on dark")
-			for _, o := range []string{outdiff.BudgetStatus, outdiff.Pacing, outdiff.BidMultipliers} {
+			for _, o := range outputs {
 				fmt.Fprintf(w, " %s %d", o, t.Missing[o])
 			}
 		}
