@@ -99,7 +99,7 @@ func (ps *pairState) missing(a, b *table, k outputKey, since time.Time, sampled 
 // showed it is past it: a value within the skew arrives by max_skew and
 // settles, and two more rounds allow for a round's granularity and for a
 // partition processed a little after the others (docs/dark.md: 17s by
-// default, 3.4s in the sandbox).
+// default, 1.7 aggregator windows by default and in the sandbox).
 func missingGrace(r Rules) time.Duration { return r.Settle + r.MaxSkew + 2*r.Interval }
 
 // wroteLater reports whether b wrote output k.output, at or after due, for
