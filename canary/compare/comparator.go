@@ -2,7 +2,6 @@ package compare
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -271,7 +270,7 @@ func (c *Comparator) read(ctx context.Context, src Source, cl kafka.Cluster, t c
 	c.poll(ctx, src, cl, []string{t.BudgetStatus, t.Pacing, t.BidMultipliers, t.Health}, kgo.NewOffset().AfterMilli(from.UnixMilli()),
 		func(r *kgo.Record, at time.Time) error {
 			if r.Topic == t.Health {
-				s, err := decodeSample(r.Value)
+				s, err := contract.DecodeHealthSample(r.Value)
 				if err == nil {
 					c.engine.ObserveHealth(src, s, at)
 				}
@@ -326,24 +325,6 @@ func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, top
 		})
 		c.mu.Unlock()
 	}
-}
-
-// decodeSample decodes a health sample with its dead letters and resources.
-// contract.DecodeHealthSample does not read those two fields yet (the dark
-// pipelines' codec adds them); until it does they are read here.
-func decodeSample(b []byte) (contract.HealthSample, error) {
-	s, err := contract.DecodeHealthSample(b)
-	if err != nil || s.Resources != nil || s.DeadLetters != 0 {
-		return s, err
-	}
-	var extra struct {
-		DeadLetters int64                       `json:"dead_letters"`
-		Resources   *contract.InstanceResources `json:"resources"`
-	}
-	if json.Unmarshal(b, &extra) == nil && extra.DeadLetters >= 0 {
-		s.DeadLetters, s.Resources = extra.DeadLetters, extra.Resources
-	}
-	return s, nil
 }
 
 // targets returns the targets to judge: the config's, and the enabled
