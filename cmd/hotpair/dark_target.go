@@ -133,13 +133,9 @@ func runDarkClear(ctx context.Context, a *app, args []string) int {
 	if done {
 		return code
 	}
-	problem, creds := zf.check()
-	if problem != "" {
-		return usageError(fs, a.stderr, "%s", problem)
-	}
-	sess, ok := zf.session(ctx, a, "dark clear", creds)
+	sess, code, ok := zf.open(ctx, a, fs, "dark clear")
 	if !ok {
-		return 1
+		return code
 	}
 	defer sess.Close()
 	err := dispatch.ClearTarget(sess.Conn(), contract.NewPaths(*zf.root), name)
@@ -162,13 +158,9 @@ func runDarkStatus(ctx context.Context, a *app, args []string) int {
 	if code, done := parseNoArgs(a, fs, args); done {
 		return code
 	}
-	problem, creds := zf.check()
-	if problem != "" {
-		return usageError(fs, a.stderr, "%s", problem)
-	}
-	sess, ok := zf.session(ctx, a, "dark status", creds)
+	sess, code, ok := zf.open(ctx, a, fs, "dark status")
 	if !ok {
-		return 1
+		return code
 	}
 	defer sess.Close()
 	st, err := dispatch.ReadStatus(sess.Conn(), contract.NewPaths(*zf.root), time.Now())

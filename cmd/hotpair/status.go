@@ -72,6 +72,20 @@ func (f *opZKFlags) session(ctx context.Context, a *app, cmd string, creds *cont
 	return sess, true
 }
 
+// open checks the flags and connects for cmd: on a usage problem it prints
+// the usage (exit 2), when ZooKeeper cannot be reached it says why (exit 1).
+func (f *opZKFlags) open(ctx context.Context, a *app, fs *flag.FlagSet, cmd string) (*zkutil.Session, int, bool) {
+	problem, creds := f.check()
+	if problem != "" {
+		return nil, usageError(fs, a.stderr, "%s", problem), false
+	}
+	sess, ok := f.session(ctx, a, cmd, creds)
+	if !ok {
+		return nil, 1, false
+	}
+	return sess, 0, true
+}
+
 // runStatus is "hotpair status": read straight from ZooKeeper, so it works
 // while every monitor is down.
 func runStatus(ctx context.Context, a *app, args []string) int {
