@@ -10,14 +10,14 @@ import (
 // znode means for the snapshot. No I/O, no clock; the shell in selector.go
 // reads, calls judge, and carries out the verdict.
 
-// read is one read of a selection contract.
+// read is one read of a selection znode.
 type read struct {
 	exists bool
 	mzxid  int64 // zxid of the write that produced data
 	data   []byte
 }
 
-// znodeState is what the watcher remembers of one service's contract.
+// znodeState is what the watcher remembers of one service's znode.
 type znodeState struct {
 	applied  int64 // mzxid of the selection the snapshot holds; 0 while default
 	rejected int64 // mzxid of the last content rejected
@@ -49,7 +49,7 @@ func (v verdict) String() string {
 	return [...]string{"unset", "apply", "same", "rejected", "rejected_again", "deleted", "missing"}[v]
 }
 
-// fresh reports whether after this verdict the snapshot matches the contract.
+// fresh reports whether after this verdict the snapshot matches the znode.
 func (v verdict) fresh() bool { return v == verdictApply || v == verdictSame }
 
 // judge decides what read r of svc's znode means, given what was known

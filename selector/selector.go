@@ -356,7 +356,7 @@ type ServiceStatus struct {
 	Default bool `json:"default"`
 	// Watched is false for a service the selector was not configured for.
 	Watched bool `json:"watched"`
-	// Fresh: connected, watching, and the snapshot matches the contract.
+	// Fresh: connected, watching, and the snapshot matches the znode.
 	Fresh bool `json:"fresh"`
 	// AgeSeconds is how long the snapshot has not been known to match ZooKeeper.
 	AgeSeconds float64             `json:"age_seconds"`
