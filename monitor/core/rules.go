@@ -90,8 +90,20 @@ func partitionsUncovered(r Rules, s WindowStats) (Reason, bool) {
 // catching up (its p99 lag, or its aggregator's, above CatchUpLag) only a
 // side with next to no input (under RateReference) is low — a stalled side
 // must not look healthy because the other one drains a backlog.
+//
+// Traffic starting or stopping upstream is not judged either: when both
+// sides' rates fell below RateRatio × their previous window's, or both rose
+// from under RateReference, the sides see the last or first burst of it up
+// to a window apart (a service's input arrives in bursts, one per aggregator
+// window close, and a monitor window's boundary may fall between the two
+// sides' bursts). A side that really lost its input in such a window is
+// judged in the next one. A stalled side does not escape: its rate was
+// already low, so it does not fall with the other side's.
 func inputRateLow(r Rules, self, other WindowStats, otherName contract.Side) (Reason, bool) {
 	if other.QPS < r.RateReference {
+		return Reason{}, false
+	}
+	if upstreamChange(r, self, other) {
 		return Reason{}, false
 	}
 	if _, behind := catchingUp(r, other); behind && self.QPS >= r.RateReference {
@@ -102,6 +114,17 @@ func inputRateLow(r Rules, self, other WindowStats, otherName contract.Side) (Re
 			formatQPS(self.QPS), r.RateRatio, otherName, formatQPS(other.QPS))}, true
 	}
 	return Reason{}, false
+}
+
+// upstreamChange: both sides' input fell by more than a factor 1/RateRatio
+// since their previous window, or both started from under RateReference.
+func upstreamChange(r Rules, a, b WindowStats) bool {
+	if !a.HasPrev || !b.HasPrev {
+		return false
+	}
+	fell := func(s WindowStats) bool { return s.QPS < r.RateRatio*s.PrevQPS }
+	started := func(s WindowStats) bool { return s.PrevQPS < r.RateReference }
+	return fell(a) && fell(b) || started(a) && started(b)
 }
 
 // lagHigh: the merged p99 end-to-end event lag is above LagLimit.

@@ -119,6 +119,44 @@ func TestRuleInputRateLow(t *testing.T) {
 	}
 }
 
+// TestRuleInputRateLowUpstreamChange: a window in which traffic stops or
+// starts upstream of both sides is not judged (their bursts may land a
+// window apart); a side that lost its input while the other's is steady,
+// or that was already stalled, is.
+func TestRuleInputRateLowUpstreamChange(t *testing.T) {
+	r := DefaultConfig().Rules // ratio 0.5, reference 1 ev/s
+	for _, tc := range []struct {
+		name                             string
+		selfPrev, self, otherPrev, other float64
+		fails                            bool
+	}{
+		{"both fell: the standby's last burst a window late", 40, 0, 40, 6.7, false},
+		{"both started: the primary's first burst a window late", 0, 0, 0, 6.7, false},
+		{"both started from under the reference", 0.5, 0, 0.9, 100, false},
+		{"only this side fell, the other is steady", 40, 0, 40, 40, true},
+		{"this side was stalled already, the other fell", 0, 0, 120, 40, true},
+		{"this side fell, the other started", 40, 0, 0, 40, true},
+		{"this side fell, the other rose (a surge)", 40, 0, 40, 120, true},
+		{"both fell, but this side is still far below the other", 40, 2, 40, 19, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			self, other := window(), window()
+			self.PrevQPS, self.QPS, self.HasPrev = tc.selfPrev, tc.self, true
+			other.PrevQPS, other.QPS, other.HasPrev = tc.otherPrev, tc.other, true
+			if _, fails := inputRateLow(r, self, other, contract.Standby); fails != tc.fails {
+				t.Fatalf("input_rate_low %v, want %v", fails, tc.fails)
+			}
+			// Without a previous window (a monitor just started) every such
+			// window is judged as before.
+			self.HasPrev, other.HasPrev = false, false
+			_, fails := inputRateLow(r, self, other, contract.Standby)
+			if want := tc.self < r.RateRatio*tc.other; fails != want {
+				t.Fatalf("without a previous window: input_rate_low %v, want %v", fails, want)
+			}
+		})
+	}
+}
+
 func TestRuleLagHigh(t *testing.T) {
 	r := DefaultConfig().Rules // 60s
 	for _, tc := range []struct {

@@ -61,6 +61,12 @@ type WindowStats struct {
 	Events     int64 // sum of events over the merged samples
 	// QPS is Events over the window's length.
 	QPS float64
+	// PrevQPS is the QPS of the window before this one, when HasPrev: a
+	// reference side whose rate just jumped or fell (traffic starting or
+	// stopping upstream) is not steady enough to judge the other side's
+	// input rate against (see inputRateLow).
+	PrevQPS float64
+	HasPrev bool
 	// Lag merges the lag histograms of every merged sample.
 	Lag      contract.LagHistogram
 	LagMaxMs int64
@@ -122,6 +128,8 @@ type series struct {
 	lag           contract.LagHistogram
 	lagMax        int64
 	// across windows
+	prevQPS   float64 // the QPS of the last closed window
+	closed    bool    // a window of this series has been closed
 	lastSeen  time.Time
 	instances map[string]*instance
 	cov       coverage
@@ -263,7 +271,10 @@ func (a *Aggregator) Close(now time.Time) map[Key]WindowStats {
 	out := make(map[Key]WindowStats, len(a.series))
 	for k, sr := range a.series {
 		a.expire(sr, now)
-		out[k] = sr.stats(a.start, now)
+		st := sr.stats(a.start, now)
+		st.PrevQPS, st.HasPrev = sr.prevQPS, sr.closed
+		out[k] = st
+		sr.prevQPS, sr.closed = st.QPS, true
 		sr.reset()
 	}
 	a.start = now
