@@ -63,7 +63,7 @@ type Timing struct {
 func DemoTiming() Timing {
 	return Timing{Window: 15 * time.Second, Grace: 90 * time.Second, SampleInterval: 2 * time.Second,
 		PartitionGrace: 20 * time.Second, LagLimit: 20 * time.Second, CatchUpLag: time.Second, ZKSession: 6 * time.Second,
-		AggWindow: 5 * time.Second, AggLateness: 2 * time.Second, Hold: 2 * time.Minute}
+		AggWindow: 3 * time.Second, AggLateness: 2 * time.Second, Hold: 2 * time.Minute}
 }
 
 // ScenarioTiming is the scripted scenarios': short enough that each runs in
@@ -71,7 +71,7 @@ func DemoTiming() Timing {
 func ScenarioTiming() Timing {
 	return Timing{Window: 3 * time.Second, Grace: 15 * time.Second, SampleInterval: time.Second,
 		PartitionGrace: 15 * time.Second, LagLimit: 8 * time.Second, CatchUpLag: time.Second, ZKSession: 4 * time.Second,
-		AggWindow: 2 * time.Second, AggLateness: time.Second, Hold: 12 * time.Second}
+		AggWindow: 750 * time.Millisecond, AggLateness: time.Second, Hold: 12 * time.Second}
 }
 
 // Options configure a sandbox. The zero value is the demo.
@@ -228,6 +228,13 @@ func New(o Options) (*Sandbox, error) {
 	o.applyDefaults()
 	if o.Timing.Window < 3*o.Timing.SampleInterval {
 		return nil, fmt.Errorf("sandbox: the monitor window (%s) must hold at least 3 sample intervals (%s)", o.Timing.Window, o.Timing.SampleInterval)
+	}
+	// A service's input arrives in one burst per aggregator window: with
+	// fewer than 4 of them per monitor window, a steady side can read half
+	// the other side's rate (docs/monitor-core.md, Rules).
+	if o.Timing.Window < 4*o.Timing.AggWindow {
+		return nil, fmt.Errorf("sandbox: the monitor window (%s) must hold at least 4 aggregator windows (%s), or input_rate_low misreads the bursts of a steady side; use a window of %s or more",
+			o.Timing.Window, o.Timing.AggWindow, 4*o.Timing.AggWindow)
 	}
 	if o.Dark && o.DarkBinary == "" {
 		exe, err := os.Executable()

@@ -25,7 +25,7 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	insecure := fs.Bool("insecure", false, "turn security off: ZooKeeper ACLs, and TLS and SASL on both Kafka clusters")
 	instances := fs.Int("instances", 1, "run each side's pipeline as this many instances sharing its partitions")
 	partitions := fs.Int("partitions", 4, "partitions of every topic")
-	window := fs.Duration("window", sandbox.DemoTiming().Window, "the monitor's evaluation window")
+	window := fs.Duration("window", sandbox.DemoTiming().Window, "the monitor's evaluation window (the aggregator's window, "+sandbox.DemoTiming().AggWindow.String()+", shrinks to a quarter of it if it is shorter than 4 of them)")
 	grace := fs.Duration("grace", sandbox.DemoTiming().Grace, "how long the primary must stay healthy before traffic returns to it")
 	scenario := fs.String("scenario", "", "run this scripted scenario to the end and exit 0 only if it held: "+strings.Join(sandbox.ScenarioNames(), ", "))
 	asJSON := fs.Bool("json", false, "with --scenario: print the timeline as one JSON object")
@@ -59,6 +59,7 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	}
 	opts.Timing = sandbox.DemoTiming()
 	opts.Timing.Window, opts.Timing.Grace = *window, *grace
+	opts.Timing.AggWindow = min(opts.Timing.AggWindow, *window/4)
 	sb, err := sandbox.New(opts)
 	if err != nil {
 		return usageError(fs, a.stderr, "%v", err)
