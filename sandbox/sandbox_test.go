@@ -376,3 +376,21 @@ func checkDarkStopped(t *testing.T, sb *Sandbox) {
 		t.Error("the dark pipeline process still runs after the sandbox stopped")
 	}
 }
+
+// TestNewRefusesAWindowOfFewAggregatorWindows: a monitor window holding
+// fewer than four aggregator windows would let a steady side's bursty
+// input read as half the other side's, so New refuses it and says what
+// window would do; the scenario and demo timings hold four or more.
+func TestNewRefusesAWindowOfFewAggregatorWindows(t *testing.T) {
+	tm := ScenarioTiming()
+	tm.AggWindow = time.Second
+	_, err := New(Options{HTTP: "127.0.0.1:0", Timing: tm})
+	if err == nil || !strings.Contains(err.Error(), "must hold at least 4 aggregator windows (1s)") || !strings.Contains(err.Error(), "use a window of 4s or more") {
+		t.Fatalf("New with a 3s window over 1s aggregator windows: %v", err)
+	}
+	for name, tm := range map[string]Timing{"scenario": ScenarioTiming(), "demo": DemoTiming()} {
+		if tm.Window < 4*tm.AggWindow {
+			t.Errorf("%s timing: window %s holds fewer than 4 aggregator windows of %s", name, tm.Window, tm.AggWindow)
+		}
+	}
+}
