@@ -61,10 +61,10 @@ type WindowStats struct {
 	Events     int64 // sum of events over the merged samples
 	// QPS is Events over the window's length.
 	QPS float64
-	// PrevQPS is the QPS of the window before this one, when HasPrev: a
-	// reference side whose rate just jumped or fell (traffic starting or
-	// stopping upstream) is not steady enough to judge the other side's
-	// input rate against (see inputRateLow).
+	// PrevQPS is the QPS of the window before this one, when HasPrev (not
+	// in a series' first window): input_rate_low does not judge a window in
+	// which both sides' rates fell, or both started, together — traffic
+	// stopping or starting upstream (see inputRateLow).
 	PrevQPS float64
 	HasPrev bool
 	// Lag merges the lag histograms of every merged sample.
