@@ -41,7 +41,11 @@ type pendingMiss struct {
 //     later (within max_skew) at or after due: b processed the input that
 //     came with this campaign's, so it is not starting or catching up
 //     before it;
-//   - and still lacked it missingGrace after it first did so.
+//   - and still lacked it missingGrace after it first did so, having by then
+//     written that output for such a campaign at or after due +
+//     missingGrace: it went on without this value. A pipeline that stopped
+//     in the middle of a window (some partitions written, others not) and
+//     writes nothing more has shown no such thing; it goes stale instead.
 //
 // A baseline value is judged once; the next is taken once it is.
 func (ps *pairState) missing(a, b *table, k outputKey, since time.Time, sampled map[string]time.Time, now time.Time, r Rules) []outdiff.Diff {
@@ -80,7 +84,7 @@ func (ps *pairState) missing(a, b *table, k outputKey, since time.Time, sampled 
 		}
 		p.evidence = now
 	}
-	if now.Sub(p.evidence) < missingGrace(r) {
+	if now.Sub(p.evidence) < missingGrace(r) || !wroteLater(b, k, p.due.Add(missingGrace(r)), sampled, r.MaxSkew) {
 		return nil
 	}
 	delete(ps.pending, k)
