@@ -29,9 +29,10 @@ func (e *Engine) Report(now time.Time) Report {
 	return rep
 }
 
-// judgeTarget: too few campaigns → insufficient data; any field or
-// resource regression → regression; a field short of points, or no new
-// point for Stale → insufficient data; else pass. Resources that cannot be
+// judgeTarget: too few campaigns, or no new point for Stale → insufficient
+// data (a stale target's regressions are kept as reasons); any field or
+// resource regression → regression; a field short of points → insufficient
+// data; else pass. Resources that cannot be
 // judged (too few samples, a rate mismatch) are shown, and do not hold back
 // a pass of the outputs.
 func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
@@ -105,9 +106,17 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 	case tr.Campaigns < e.rules.MinCampaigns:
 		tr.Verdict = InsufficientData
 		tr.Reasons = append([]string{fmt.Sprintf("%d sampled campaigns compared, need %d", tr.Campaigns, e.rules.MinCampaigns)}, tr.Reasons...)
+	case stale:
+		// Whatever the last rounds showed: a target that went quiet in the
+		// middle of a window left it half written (some partitions, part of
+		// its input), which reads as differences the build did not make.
+		tr.Verdict = InsufficientData
+		for _, r := range regressions {
+			tr.Reasons = append(tr.Reasons, "before it went quiet: "+r)
+		}
 	case len(regressions) > 0:
 		tr.Verdict, tr.Reasons = Regression, append(regressions, tr.Reasons...)
-	case len(short) > 0 || stale:
+	case len(short) > 0:
 		tr.Verdict = InsufficientData
 	default:
 		tr.Verdict = Pass
