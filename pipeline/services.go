@@ -62,10 +62,6 @@ func (s *service) onSpend(ctx goka.Context, msg any) {
 		s.deadLetter(ctx, raw, err)
 		return
 	}
-	// End to end: against the moment the SpendEvent could first have been
-	// right, so a late arrival, a slow aggregator or a window closed late
-	// all count; the hop from the aggregator is kept apart to pinpoint it.
-	s.observeLag(recv.Sub(ev.DueAtOr(s.p.opts.Lateness)))
 	s.m.hopLag.Observe(recv.Sub(ev.EmittedAt).Seconds())
 
 	c := campaignOf(ctx)
@@ -75,9 +71,17 @@ func (s *service) onSpend(ctx goka.Context, msg any) {
 		ID: ev.ID, Late: ev.IsLate(), WindowStartMs: ev.WindowStart.UnixMilli(),
 		Day: day.Date, Micros: ev.SpendMicros,
 	}) {
+		// A duplicate changes no output, so it has no lag: a redelivery, or
+		// the SpendEvents an aggregator emits again after a restart or a
+		// rebalance (long due, already applied), would read as a side that
+		// is behind.
 		s.m.duplicates.Inc()
 		return
 	}
+	// End to end: against the moment the SpendEvent could first have been
+	// right, so a late arrival, a slow aggregator or a window closed late
+	// all count; the hop from the aggregator is kept apart to pinpoint it.
+	s.observeLag(recv.Sub(ev.DueAtOr(s.p.opts.Lateness)))
 	var obs *contract.SpendEvent
 	if !ev.IsLate() && day.Date == c.Ledger.Day {
 		obs = &ev
