@@ -95,64 +95,25 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 	if w == nil {
 		w = new(statestore.Windows)
 	}
-	batch := a.reemit(ctx, w, recv)
 	o := a.p.opts
 	in := statestore.Event{Offset: ctx.Offset(), TsMs: tsMs, Advertiser: ev.Advertiser, Micros: ev.PriceMicros, ClockMs: clock}
 	switch w.Add(in, o.Window.Milliseconds(), o.Lateness.Milliseconds()) {
 	case statestore.Duplicate:
 		a.m.duplicates.Inc()
-		if len(batch) > 0 {
-			a.keep(w, batch)
-			ctx.SetValue(w)
-		}
 		return
 	case statestore.Late:
 		// Its window closed before it arrived: it is right as it arrives.
 		a.m.late.Inc()
-		x := statestore.Emitted{StartMs: statestore.WindowStartMs(tsMs, w.SizeMs), Advertiser: ev.Advertiser,
-			Micros: ev.PriceMicros, Events: 1, DueMs: ev.TS.UnixMilli(), LateEventID: ev.ID}
-		a.emit(ctx, spendOf(ctx.Key(), w.SizeMs, x), recv, recv.UnixMilli())
-		batch = append(batch, x)
+		start := time.UnixMilli(statestore.WindowStartMs(tsMs, w.SizeMs)).UTC()
+		a.emit(ctx, contract.SpendEvent{
+			ID: contract.LateSpendID(ev.Campaign, start, ev.ID), Campaign: ev.Campaign, Advertiser: ev.Advertiser,
+			SpendMicros: ev.PriceMicros, Events: 1,
+			WindowStart: start, WindowEnd: start.Add(time.Duration(w.SizeMs) * time.Millisecond),
+			DueAt: ev.TS.UTC(),
+		}, recv, recv.UnixMilli())
 	}
-	batch = a.closeDue(ctx, w, clock, recv, batch)
-	a.keep(w, batch)
+	a.closeDue(ctx, w, clock, recv)
 	ctx.SetValue(w)
-}
-
-// reemit emits again the SpendEvents the campaign's latest emitting
-// message wrote, when another run of the aggregator (a process that died,
-// a processor rebuilt after a failure) wrote them: its state write may be
-// durable while they are not. They are the same records (the services count
-// each id once), and they are returned to be kept as this run's.
-func (a aggregator) reemit(ctx goka.Context, w *statestore.Windows, now time.Time) []statestore.Emitted {
-	if len(w.Emitted) == 0 || w.EmittedBy == a.runID.Load() {
-		return nil
-	}
-	for _, x := range w.Emitted {
-		a.emit(ctx, spendOf(ctx.Key(), w.SizeMs, x), now, x.DueMs)
-		a.m.reemitted.Inc()
-	}
-	return append([]statestore.Emitted(nil), w.Emitted...)
-}
-
-// keep records batch, the SpendEvents this message emitted, in the state
-// as this run's; a message that emitted nothing keeps the ones before.
-func (a aggregator) keep(w *statestore.Windows, batch []statestore.Emitted) {
-	if len(batch) > 0 {
-		w.Emitted, w.EmittedBy = batch, a.runID.Load()
-	}
-}
-
-// spendOf is the SpendEvent of an emitted window (or late event) of a
-// campaign with windows of sizeMs.
-func spendOf(campaign string, sizeMs int64, x statestore.Emitted) contract.SpendEvent {
-	start := time.UnixMilli(x.StartMs).UTC()
-	id := contract.SpendID(campaign, start)
-	if x.LateEventID != "" {
-		id = contract.LateSpendID(campaign, start, x.LateEventID)
-	}
-	return contract.SpendEvent{ID: id, Campaign: campaign, Advertiser: x.Advertiser, SpendMicros: x.Micros, Events: x.Events,
-		WindowStart: start, WindowEnd: start.Add(time.Duration(sizeMs) * time.Millisecond), DueAt: time.UnixMilli(x.DueMs).UTC()}
 }
 
 // listEnds lists the ad-events log end offsets when a partition that is
@@ -189,9 +150,7 @@ func (a aggregator) onWake(ctx goka.Context, _ any) {
 		return
 	}
 	now := time.Now()
-	batch := a.reemit(ctx, w, now)
-	if batch = a.closeDue(ctx, w, a.marks.at(ctx.Partition(), now), now, batch); len(batch) > 0 {
-		a.keep(w, batch)
+	if a.closeDue(ctx, w, a.marks.at(ctx.Partition(), now), now) > 0 {
 		ctx.SetValue(w)
 	}
 	// Nothing due (an event closed the panes first): the state and its wake
@@ -199,15 +158,20 @@ func (a aggregator) onWake(ctx goka.Context, _ any) {
 }
 
 // closeDue emits the windows of w that are closed at clock, the partition's
-// clock at wall time now, and returns batch with them appended.
-func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, clock int64, now time.Time, batch []statestore.Emitted) []statestore.Emitted {
-	for _, pane := range w.CloseDue(clock) {
-		due := pane.StartMs + w.SizeMs + w.LatenessMs
-		x := statestore.Emitted{StartMs: pane.StartMs, Advertiser: pane.Advertiser, Micros: pane.Micros, Events: pane.Events, DueMs: due}
-		a.emit(ctx, spendOf(ctx.Key(), w.SizeMs, x), now, a.marks.closedAt(ctx.Partition(), due, now.UnixMilli()))
-		batch = append(batch, x)
+// clock at wall time now, and returns how many.
+func (a aggregator) closeDue(ctx goka.Context, w *statestore.Windows, clock int64, now time.Time) int {
+	panes := w.CloseDue(clock)
+	for _, pane := range panes {
+		start := time.UnixMilli(pane.StartMs).UTC()
+		end := start.Add(time.Duration(w.SizeMs) * time.Millisecond)
+		closed := a.marks.closedAt(ctx.Partition(), pane.StartMs+w.SizeMs+w.LatenessMs, now.UnixMilli())
+		a.emit(ctx, contract.SpendEvent{
+			ID: contract.SpendID(ctx.Key(), start), Campaign: ctx.Key(), Advertiser: pane.Advertiser,
+			SpendMicros: pane.Micros, Events: pane.Events,
+			WindowStart: start, WindowEnd: end, DueAt: end.Add(time.Duration(w.LatenessMs) * time.Millisecond),
+		}, now, closed)
 	}
-	return batch
+	return len(panes)
 }
 
 // emit writes a SpendEvent with the moment it could first have been right,

@@ -16,7 +16,6 @@ type metrics struct {
 	outputDelay  *prometheus.HistogramVec
 	deadLetters  *prometheus.CounterVec
 	duplicates   *prometheus.CounterVec
-	reemitted    *prometheus.CounterVec
 	lateEvents   *prometheus.CounterVec
 	outputs      *prometheus.CounterVec
 	restarts     *prometheus.CounterVec
@@ -74,10 +73,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		duplicates: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotpair_duplicates_total",
 			Help: "Records already applied (a SpendEvent id seen before, an ad event redelivered) that changed nothing.",
-		}, stage),
-		reemitted: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "hotpair_reemitted_total",
-			Help: "SpendEvents the aggregator emitted again because another run of it (a process that died, a processor rebuilt) wrote them last: their state write may have been durable while they were not.",
 		}, stage),
 		lateEvents: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotpair_late_events_total",

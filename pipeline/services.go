@@ -71,10 +71,9 @@ func (s *service) onSpend(ctx goka.Context, msg any) {
 		ID: ev.ID, Late: ev.IsLate(), WindowStartMs: ev.WindowStart.UnixMilli(),
 		Day: day.Date, Micros: ev.SpendMicros,
 	}) {
-		// A duplicate changes no output, so it has no lag: a redelivery, or
-		// the SpendEvents an aggregator emits again after a restart or a
-		// rebalance (long due, already applied), would read as a side that
-		// is behind.
+		// A duplicate changes no output, so it has no lag: a redelivery
+		// after a restart or a rebalance (long due, already applied) would
+		// read as a side that is behind.
 		s.m.duplicates.Inc()
 		return
 	}

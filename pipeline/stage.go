@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -48,10 +47,6 @@ type stage struct {
 	wakeC chan struct{}
 	// quietCheck is set while a wakeWhenQuiet timer is pending.
 	quietCheck atomic.Bool
-	// runID identifies the running processor: a fresh random value at every
-	// (re)build, so that the aggregator tells the SpendEvents it emitted
-	// from those of a run that may have died before writing them.
-	runID atomic.Uint64
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running processor; nil between runs
@@ -66,7 +61,6 @@ type stage struct {
 // stageMetrics are the pipeline metrics with this stage's labels.
 type stageMetrics struct {
 	events, duplicates, late, outputs, restarts prometheus.Counter
-	reemitted                                   prometheus.Counter
 	samples, sampleErrors, wakeups              prometheus.Counter
 	paused, partitions, pendingWakes, rateLimit prometheus.Gauge
 	lag, hopLag, outputDelay                    prometheus.Observer
@@ -83,7 +77,7 @@ func newStage(p *Pipeline, name contract.Stage) *stage {
 		wake:  statestore.NewWakeups(),
 		wakeC: make(chan struct{}, 1),
 		m: stageMetrics{
-			events: m.events.With(l), duplicates: m.duplicates.With(l), late: m.lateEvents.With(l), reemitted: m.reemitted.With(l),
+			events: m.events.With(l), duplicates: m.duplicates.With(l), late: m.lateEvents.With(l),
 			outputs: m.outputs.With(l), restarts: m.restarts.With(l), samples: m.samples.With(l),
 			sampleErrors: m.sampleErrors.With(l), wakeups: m.wakeups.With(l), paused: m.paused.With(l), rateLimit: m.rateLimit.With(l),
 			partitions: m.partitions.With(l), pendingWakes: m.pendingWakes.With(l), lag: m.lag.With(l), hopLag: m.hopLag.With(l),
@@ -170,7 +164,6 @@ func (st *stage) runOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st.runID.Store(rand.Uint64() | 1)
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st.mu.Lock()

@@ -107,16 +107,14 @@ func (d *dec) count() int {
 	return int(n)
 }
 
-// windowsLayout 2 adds Emitted and EmittedBy; layout 1 (without them) is
-// still read.
-const windowsLayout, campaignLayout = 2, 1
+const windowsLayout, campaignLayout = 1, 1
 
 // MarshalBinary encodes the aggregator state.
 func (w *Windows) MarshalBinary() ([]byte, error) {
 	return w.AppendBinary(make([]byte, 0, w.sizeHint()))
 }
 
-func (w *Windows) sizeHint() int { return 64 + 24*len(w.Panes) + 32*len(w.Emitted) }
+func (w *Windows) sizeHint() int { return 48 + 24*len(w.Panes) }
 
 // AppendBinary appends the encoding of the aggregator state to b.
 func (w *Windows) AppendBinary(b []byte) ([]byte, error) {
@@ -126,18 +124,13 @@ func (w *Windows) AppendBinary(b []byte) ([]byte, error) {
 	for _, p := range w.Panes {
 		e = e.varint(p.StartMs).str(p.Advertiser).varint(p.Micros).varint(p.Events)
 	}
-	e = e.uvarint(w.EmittedBy).uvarint(uint64(len(w.Emitted)))
-	for _, x := range w.Emitted {
-		e = e.varint(x.StartMs).str(x.Advertiser).varint(x.Micros).varint(x.Events).varint(x.DueMs).str(x.LateEventID)
-	}
 	return e, nil
 }
 
 // UnmarshalBinary decodes the aggregator state.
 func (w *Windows) UnmarshalBinary(b []byte) error {
 	d := &dec{b: b}
-	layout := d.uvarint()
-	if layout != 1 && layout != windowsLayout && d.err == nil {
+	if d.uvarint() != windowsLayout && d.err == nil {
 		return errors.New("statestore: unknown Windows layout")
 	}
 	w.ClosedThroughMs, w.NextOffset, w.LatenessMs, w.SizeMs, w.Late = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
@@ -148,18 +141,6 @@ func (w *Windows) UnmarshalBinary(b []byte) error {
 	}
 	for i := range w.Panes {
 		w.Panes[i] = Pane{StartMs: d.varint(), Advertiser: d.str(), Micros: d.varint(), Events: d.varint()}
-	}
-	w.Emitted, w.EmittedBy = nil, 0
-	if layout == 1 {
-		return d.err
-	}
-	w.EmittedBy = d.uvarint()
-	if n := d.count(); n > 0 {
-		w.Emitted = make([]Emitted, n)
-	}
-	for i := range w.Emitted {
-		w.Emitted[i] = Emitted{StartMs: d.varint(), Advertiser: d.str(), Micros: d.varint(), Events: d.varint(),
-			DueMs: d.varint(), LateEventID: d.str()}
 	}
 	return d.err
 }

@@ -315,39 +315,3 @@ func TestCampaignBinaryRoundTrip(t *testing.T) {
 		}
 	}
 }
-
-// TestWindowsBinaryEmitted: the SpendEvents a run emitted, and the run, go
-// through the binary layout; a state written by the layout before them
-// (1) still reads, with none; every truncation is an error.
-func TestWindowsBinaryEmitted(t *testing.T) {
-	in := &Windows{Panes: []Pane{{StartMs: 20_000, Advertiser: "adv", Micros: 5, Events: 1}}, SizeMs: 10_000, LatenessMs: 5_000,
-		ClosedThroughMs: 20_000, NextOffset: 7, EmittedBy: 0xfeedface12345678,
-		Emitted: []Emitted{{StartMs: 10_000, Advertiser: "adv", Micros: 9000, Events: 3, DueMs: 25_000},
-			{StartMs: 0, Advertiser: "adv", Micros: 10, Events: 1, DueMs: 18_500, LateEventID: "ev-9"}}}
-	b, err := in.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := new(Windows)
-	if err := out.UnmarshalBinary(b); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(in, out) {
-		t.Fatalf("round trip:\n%+v\n%+v", in, out)
-	}
-	for n := range len(b) {
-		if err := new(Windows).UnmarshalBinary(b[:n]); err == nil {
-			t.Fatalf("decoding %d of %d bytes succeeded", n, len(b))
-		}
-	}
-	old := enc(nil).uvarint(1).varint(20_000).varint(7).varint(5_000).varint(10_000).varint(0).
-		uvarint(1).varint(20_000).str("adv").varint(5).varint(1)
-	out = &Windows{Emitted: in.Emitted, EmittedBy: 1}
-	if err := out.UnmarshalBinary(old); err != nil {
-		t.Fatal(err)
-	}
-	want := &Windows{Panes: in.Panes, SizeMs: 10_000, LatenessMs: 5_000, ClosedThroughMs: 20_000, NextOffset: 7}
-	if !reflect.DeepEqual(want, out) {
-		t.Fatalf("layout 1:\n%+v\nwant\n%+v", out, want)
-	}
-}

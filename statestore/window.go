@@ -25,29 +25,6 @@ type Windows struct {
 	SizeMs int64 `json:"size"`
 	// Late counts events that arrived after their window was emitted.
 	Late int64 `json:"late"`
-	// Emitted are the SpendEvents of the campaign's latest message that
-	// emitted any (window closes, late events), and EmittedBy the run of the
-	// aggregator that emitted them. A message's SpendEvents and its state
-	// write go to different partitions with no transaction between them, so
-	// a process that dies can leave this state durable and those SpendEvents
-	// unwritten; a later run that finds Emitted written by another run
-	// emits them again (the services count a SpendEvent once per id).
-	Emitted   []Emitted `json:"emitted,omitempty"`
-	EmittedBy uint64    `json:"emitted_by,omitempty"`
-}
-
-// Emitted is a SpendEvent as the aggregator state keeps it: the window (or
-// the late event) it is for and what it carried.
-type Emitted struct {
-	StartMs    int64  `json:"start"`
-	Advertiser string `json:"advertiser"`
-	Micros     int64  `json:"micros"`
-	Events     int64  `json:"events"`
-	// DueMs is its due_at (unix ms).
-	DueMs int64 `json:"due"`
-	// LateEventID is, for a late event's SpendEvent, the ad event's id;
-	// "" for a window's.
-	LateEventID string `json:"late_event,omitempty"`
 }
 
 // WakeAtMs is when the oldest pane closes.
