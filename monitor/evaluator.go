@@ -30,8 +30,7 @@ type evaluator struct {
 	samples  <-chan received
 	restores <-chan restoreMsg
 
-	begin     time.Time // the engine's first window start: the window schedule's origin
-	gen       int64     // > 0 while leading: the seed generation to offer with
+	gen       int64 // > 0 while leading: the seed generation to offer with
 	overrides map[contract.Service]*contract.Override
 	last      core.Evaluation
 	stagger   map[contract.Service]string
@@ -66,21 +65,21 @@ func (e *evaluator) run(ctx context.Context) {
 	}
 }
 
-// windowEnd puts a tick on the window schedule: the engine's first window
-// start plus a whole number of windows, the last one at or before the tick.
-// A ticker fires at or a little after its schedule (microseconds, or
-// milliseconds on a loaded machine), so ticks taken as they come make
-// windows a little longer or shorter than the window, and a side healthy
-// for n windows could be healthy for a microsecond less than n windows:
-// with a grace of n windows its return waited one window more whenever the
-// tick ending its health came less late than the one that began it. On
-// the schedule every window is exactly one window long. A tick that would
-// not end a window after the current start (the ticker began more than a
-// window after the engine) is taken as it comes.
+// windowEnd puts a tick on the window schedule: the current window's start
+// plus a whole number of windows, the last one at or before the tick (every
+// window starts where the one before ended, so the schedule needs no origin
+// of its own). A ticker fires at or a little after its schedule
+// (microseconds, or milliseconds on a loaded machine), so ticks taken as
+// they come make windows a little longer or shorter than the window, and a
+// side healthy for n windows could be healthy for a microsecond less than n
+// windows: with a grace of n windows its return waited one window more
+// whenever the tick ending its health came less late than the one that
+// began it. On the schedule every window is exactly one window long. A tick
+// less than a window after the start is taken as it comes.
 func (e *evaluator) windowEnd(tick time.Time) time.Time {
 	w := e.m.cfg.Window
 	start := e.engine.WindowStart()
-	end := e.begin.Add(tick.Sub(e.begin) / w * w)
+	end := start.Add(tick.Sub(start) / w * w)
 	if !end.After(start) {
 		return tick
 	}

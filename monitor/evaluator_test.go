@@ -20,7 +20,7 @@ func TestWindowsEndOnTheSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &evaluator{m: &Monitor{cfg: cfg}, engine: engine, begin: begin}
+	e := &evaluator{m: &Monitor{cfg: cfg}, engine: engine}
 	for i, late := range []time.Duration{3 * time.Millisecond, 40 * time.Microsecond, 900 * time.Millisecond, time.Microsecond, 90 * time.Second} {
 		n := time.Duration(i + 1)
 		end := e.windowEnd(begin.Add(n*cfg.Window + late))
@@ -35,7 +35,7 @@ func TestWindowsEndOnTheSchedule(t *testing.T) {
 			t.Fatalf("window %d is %s long, want %s", n, got, cfg.Window)
 		}
 	}
-	// A tick that would not end a window after the current start is taken
+	// A tick less than a window after the current start is taken
 	// as it comes (the engine then refuses nothing it would not have).
 	start := engine.WindowStart()
 	if tick := start.Add(time.Minute); !e.windowEnd(tick).Equal(tick) {

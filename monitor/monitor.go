@@ -317,7 +317,7 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 			})
 		}
 	}
-	ev := &evaluator{m: m, engine: engine, begin: begin, pub: pub, samples: samples, restores: restores}
+	ev := &evaluator{m: m, engine: engine, pub: pub, samples: samples, restores: restores}
 	wg.Go(func() { ev.run(ctx) })
 }
 
