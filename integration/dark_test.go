@@ -24,11 +24,7 @@ import (
 // lower), while budget status and bid multipliers stay equal.
 func TestDarkRegressionChangedRule(t *testing.T) {
 	t.Parallel() // see TestFaultMatrix
-	candidate := testbin.Candidate(t, testbin.PacingRuleHalved)
-	sb := startSandbox(t, testbin.Hotpair(t), "--dark", "--dark-binary", candidate, "--dark-multiplier", "1")
-	rep, text := darkVerdict(t, sb, 2*time.Minute, func(rep compare.Report) bool { return rep.Verdict != compare.InsufficientData })
-	t.Logf("hotpair dark report:\n%s", text)
-	tr := targetOf(t, rep)
+	sb, rep, tr, text := darkCandidate(t, testbin.PacingRuleHalved, judged)
 	if rep.Verdict != compare.Regression || !strings.Contains(text, "REGRESSION") || !strings.Contains(text, "pacing rate: dark differs from live") {
 		t.Fatalf("the changed pacing rule is not reported as a regression of the pacing rate")
 	}
@@ -61,8 +57,6 @@ func TestDarkRegressionChangedRule(t *testing.T) {
 // Mann-Whitney p — while every output field passes.
 func TestDarkRegressionResourceCost(t *testing.T) {
 	t.Parallel() // see TestFaultMatrix
-	candidate := testbin.Candidate(t, testbin.AggregatorMemoryPerEvent)
-	sb := startSandbox(t, testbin.Hotpair(t), "--dark", "--dark-binary", candidate, "--dark-multiplier", "1")
 	// The dark pipeline runs its four stages in one process, so every
 	// stage's rss_bytes row carries the same growth, each over the windows
 	// of its own samples; which row crosses the significance level first is
@@ -75,7 +69,7 @@ func TestDarkRegressionResourceCost(t *testing.T) {
 		}
 		return nil
 	}
-	rep, text := darkVerdict(t, sb, 2*time.Minute, func(rep compare.Report) bool {
+	sb, rep, tr, text := darkCandidate(t, testbin.AggregatorMemoryPerEvent, func(rep compare.Report) bool {
 		tr := targetOf(t, rep)
 		for _, f := range tr.Fields {
 			if f.Verdict == compare.InsufficientData {
@@ -85,8 +79,6 @@ func TestDarkRegressionResourceCost(t *testing.T) {
 		rss := aggregatorRSS(tr)
 		return rep.Verdict == compare.Regression && rss != nil && rss.Verdict == compare.Regression
 	})
-	t.Logf("hotpair dark report:\n%s", text)
-	tr := targetOf(t, rep)
 	if rep.Verdict != compare.Regression || tr.Resources.Verdict != compare.Regression ||
 		!strings.Contains(text, "resources: aggregator rss_bytes: dark") {
 		t.Fatalf("the candidate's memory per event is not reported as a resource regression")
@@ -111,11 +103,7 @@ func TestDarkRegressionResourceCost(t *testing.T) {
 // missing", no other.
 func TestDarkRegressionMissingCampaigns(t *testing.T) {
 	t.Parallel() // see TestFaultMatrix
-	candidate := testbin.Candidate(t, testbin.OutputsSkipTwoCampaigns)
-	sb := startSandbox(t, testbin.Hotpair(t), "--dark", "--dark-binary", candidate, "--dark-multiplier", "1")
-	rep, text := darkVerdict(t, sb, 2*time.Minute, func(rep compare.Report) bool { return rep.Verdict != compare.InsufficientData })
-	t.Logf("hotpair dark report:\n%s", text)
-	tr := targetOf(t, rep)
+	sb, rep, tr, text := darkCandidate(t, testbin.OutputsSkipTwoCampaigns, judged)
 	if rep.Verdict != compare.Regression || !strings.Contains(text, "budget-status status: dark differs from live") {
 		t.Fatalf("the campaigns the candidate skips are not reported as a regression of the budget status")
 	}
@@ -151,6 +139,21 @@ func TestDarkRegressionMissingCampaigns(t *testing.T) {
 // leading monitor's comparator) until done holds for its JSON report, and
 // returns that report and the text the same command prints then, with its
 // exit status checked against the verdict.
+// darkCandidate runs the candidate build patch dark, at multiplier 1, in
+// a sandbox, and returns the sandbox and the first report done accepts (its
+// target and its text, logged) within two minutes.
+func darkCandidate(t *testing.T, patch testbin.Patch, done func(compare.Report) bool) (*sandboxProcess, compare.Report, compare.TargetReport, string) {
+	t.Helper()
+	candidate := testbin.Candidate(t, patch)
+	sb := startSandbox(t, testbin.Hotpair(t), "--dark", "--dark-binary", candidate, "--dark-multiplier", "1")
+	rep, text := darkVerdict(t, sb, 2*time.Minute, done)
+	t.Logf("hotpair dark report:\n%s", text)
+	return sb, rep, targetOf(t, rep), text
+}
+
+// judged: the comparator has a verdict other than insufficient data.
+func judged(rep compare.Report) bool { return rep.Verdict != compare.InsufficientData }
+
 func darkVerdict(t *testing.T, sb *sandboxProcess, timeout time.Duration, done func(compare.Report) bool) (compare.Report, string) {
 	t.Helper()
 	bin, url := testbin.Hotpair(t), "http://"+sb.addr.HTTP
