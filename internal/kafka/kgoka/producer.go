@@ -2,6 +2,7 @@ package kgoka
 
 import (
 	"context"
+	"errors"
 	"hash"
 	"strings"
 	"sync"
@@ -35,11 +36,17 @@ const ProducerCloseTimeout = 5 * time.Second
 // by default, 1 ms here); franz-go appends a record to its partition's batch
 // in the caller and sends as soon as a request slot is free, so batches grow
 // with load and an idle record goes out at once.
+//
+// Writes keep the order a crash needs (see writeOrder): a group table
+// record waits for the stream records emitted before it, and is then sent
+// by the producer's sender goroutine.
 type producer struct {
 	cl        *kgo.Client
 	guard     *kafka.TopicGuard // nil: every topic
+	order     *writeOrder
 	closed    chan struct{}
 	closeOnce sync.Once
+	sender    sync.WaitGroup
 }
 
 // producerBuilder builds goka producers writing through a new franz-go
@@ -73,7 +80,9 @@ func (b Builders) newProducer(c kafka.Cluster, clientID string, hasher func() ha
 	if err != nil {
 		return nil, err
 	}
-	p := &producer{cl: cl, guard: b.Guard, closed: make(chan struct{})}
+	p := &producer{cl: cl, guard: b.Guard, order: newWriteOrder(), closed: make(chan struct{})}
+	p.sender.Add(1)
+	go p.send()
 	if b.Stopping != nil {
 		go p.abortWhenStopping(b.Stopping)
 	}
@@ -123,30 +132,57 @@ func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka
 			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: v})
 		}
 	}
-	if !strings.HasSuffix(topic, tableSuffix) {
-		p.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) { finish(nil, err) })
-		return promise
+	w := &write{table: strings.HasSuffix(topic, tableSuffix), rec: rec, finish: finish}
+	p.order.add(w)
+	if !w.table {
+		p.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) { p.order.acked(w, nil, err) })
 	}
-	// goka reads the offset of a table write to store it with the state
-	// (and nothing else of the message).
-	p.cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) {
-		finish(&sarama.ProducerMessage{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}, err)
-	})
 	return promise
 }
 
-// tableSuffix ends the name of every goka group table (goka.GroupTable):
-// only the promise of a table write needs the written record, for its offset.
+// send gives the table records to the client as their gates open, in
+// order, until the producer closes.
+func (p *producer) send() {
+	defer p.sender.Done()
+	for {
+		ws := p.order.take(p.closed)
+		if ws == nil {
+			return
+		}
+		for _, w := range ws {
+			// goka reads the offset of a table write to store it with the
+			// state (and nothing else of the message).
+			p.cl.Produce(context.Background(), w.rec, func(r *kgo.Record, err error) {
+				p.order.acked(w, &sarama.ProducerMessage{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}, err)
+			})
+		}
+		p.order.handedOver(len(ws))
+	}
+}
+
+// tableSuffix ends the name of every goka group table (goka.GroupTable).
 var tableSuffix = string(goka.GroupTable(""))
 
-// Close writes what is buffered, for at most ProducerCloseTimeout, and
-// closes the client; every record's promise is finished (with an error if
-// it was not written).
+// Close writes what is buffered, table records waiting for their outputs
+// included, for at most ProducerCloseTimeout, and closes the client; every
+// record's promise is finished (with an error if it was not written).
 func (p *producer) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), ProducerCloseTimeout)
 	defer cancel()
 	err := p.cl.Flush(ctx)
+	for err == nil && p.order.waiting() > 0 {
+		select {
+		case <-p.order.moved:
+			err = p.cl.Flush(ctx)
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
 	p.closeOnce.Do(func() { close(p.closed) })
+	p.sender.Wait()
+	p.order.abandon(errProducerClosed)
 	p.cl.Close()
 	return err
 }
+
+var errProducerClosed = errors.New("kgoka: producer closed before the record was sent")
