@@ -12,12 +12,14 @@ import (
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/testbin"
+	"github.com/hotpair/hotpair/statestore"
 )
 
 // TestKilledProcessRestartsWithExactTotals kills a pipeline process with
 // SIGKILL in the middle of a stream and restarts it; state comes back from
-// the local store (leveldb) or from the changelog alone (memory), and every
-// campaign's totals end exact: nothing lost, nothing counted twice.
+// the changelog alone (a killed process's leveldb store may be ahead of the
+// changelog: the restart empties it), and every campaign's totals end
+// exact: nothing lost, nothing counted twice.
 func TestKilledProcessRestartsWithExactTotals(t *testing.T) {
 	for _, backend := range []string{"leveldb", "memory"} {
 		t.Run(backend, func(t *testing.T) {
@@ -64,6 +66,9 @@ http: {listen: "127.0.0.1:0"}
 			if !strings.Contains(proc.Out.String(), "pipeline starting") {
 				t.Fatalf("restarted process did not start: %s", proc.Out.String())
 			}
+			if emptied := strings.Contains(proc.Out.String(), "did not stop cleanly; emptied"); emptied != (backend == "leveldb") {
+				t.Fatalf("restart emptied a store left by the killed process: %v, want %v", emptied, backend == "leveldb")
+			}
 		})
 	}
 }
@@ -72,5 +77,38 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A pipeline stopped cleanly leaves its leveldb stores for the next start,
+// which recovers only what the changelog gained since; one that did not
+// (killed, above) leaves them marked in use, and the next start empties them
+// and recovers from the changelog alone.
+func TestCleanStopKeepsTheLocalStores(t *testing.T) {
+	brokers := kafkatest.Cluster(t).ListenAddrs()
+	o := testOptions(brokers, contract.Primary)
+	o.Storage = statestore.Config{Backend: statestore.BackendLevelDB, Dir: t.TempDir()}
+	_, stop := startPipeline(t, o)
+	in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close(context.Background())
+	w := newWorkload(5, 0, 3)
+	w.writeBudgets(t, in)
+	waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
+	for _, stage := range contract.Stages() {
+		if !o.Storage.InUse(o.Side.String(), stage.String()) {
+			t.Errorf("%s: store not marked in use while the pipeline runs", stage)
+		}
+	}
+	stop()
+	for _, stage := range contract.Stages() {
+		if o.Storage.InUse(o.Side.String(), stage.String()) {
+			t.Errorf("%s: store still marked in use after a clean stop: the next start would recover from the changelog alone", stage)
+		}
+		if _, err := os.Stat(filepath.Join(o.Storage.Dir, o.Side.String(), stage.String())); err != nil {
+			t.Errorf("%s: store gone after a clean stop: %v", stage, err)
+		}
 	}
 }

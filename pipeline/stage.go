@@ -52,9 +52,10 @@ type stage struct {
 	cancel context.CancelFunc // of the running processor; nil between runs
 	proc   *goka.Processor
 	kicked bool // the running processor was stopped by Restart, not by a failure
-	// stores builds the processor's storage; it outlives processor rebuilds
-	// (a memory store keeps its state, as a leveldb directory does) but not
-	// a restart, which recovers as after a crash.
+	// stores builds the processor's storage; it outlives clean stops (a
+	// memory store keeps its state, as a leveldb directory does) but not a
+	// failed run or a restart, which recover from the changelog as after a
+	// crash.
 	stores storage.Builder
 }
 
@@ -98,8 +99,9 @@ func (st *stage) loopTopic() string  { return string(st.group) + "-loop" }
 
 // run supervises the stage until ctx ends: goka gives up for good about 15 s
 // into a Kafka outage and a processor runs once, so a failed processor is
-// rebuilt (state recovered from the local store and the changelog) with
-// exponential backoff, 1 s to 30 s, reset after a minute of healthy running.
+// rebuilt (its state recovered from the changelog alone: a failed run's
+// local store can be ahead of it) with exponential backoff, 1 s to 30 s,
+// reset after a minute of healthy running.
 func (st *stage) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -118,6 +120,10 @@ func (st *stage) run(ctx context.Context) {
 		kicked := st.kicked
 		st.kicked = false
 		st.mu.Unlock()
+		// A failed run can leave its local store ahead of the changelog
+		// (see statestore.Config.Release), and a restart recovers as after
+		// a crash: the next run recovers from the changelog alone.
+		st.releaseStores(!kicked && (err == nil || errors.Is(err, context.Canceled)), kicked)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -179,11 +185,33 @@ func (st *stage) runOnce(ctx context.Context) error {
 	return err
 }
 
+// releaseStores ends the run's use of its local stores: kept for the next
+// run after a clean stop, dropped after a failure or a restart.
+func (st *stage) releaseStores(clean, restart bool) {
+	o := st.p.opts
+	if err := o.Storage.Release(o.Side.String(), st.name.String(), clean); err != nil {
+		st.p.log.Error("releasing the local store", "service", st.name, "err", err)
+	}
+	if clean {
+		return
+	}
+	st.mu.Lock()
+	st.stores = nil
+	st.mu.Unlock()
+	if !restart {
+		st.p.log.Warn("local store dropped after a failed run; the next run recovers from the changelog", "service", st.name)
+	}
+}
+
 func (st *stage) storeBuilder() (storage.Builder, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.stores == nil {
 		o := st.p.opts
+		if o.Storage.InUse(o.Side.String(), st.name.String()) {
+			st.p.log.Warn("local store left by a run that did not stop cleanly; emptied, recovering from the changelog",
+				"service", st.name, "dir", o.Storage.Dir)
+		}
 		sb, err := o.Storage.Builder(o.Side.String(), st.name.String(), st.tableTopic(), st.wake)
 		if err != nil {
 			return nil, err

@@ -315,3 +315,76 @@ func TestCampaignBinaryRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A leveldb store is kept for the next run only after a clean stop: one a
+// process left without Release (killed) or released after a failure can
+// hold state the changelog lacks, and starts empty, to be recovered from the
+// changelog alone.
+func TestLevelDBStoreIsKeptOnlyAfterACleanStop(t *testing.T) {
+	c := Config{Backend: BackendLevelDB, Dir: t.TempDir()}
+	write := func() {
+		t.Helper()
+		b, err := c.Builder("primary", "aggregator", "t-table", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := b("t-table", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Open(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Set("k", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() string {
+		t.Helper()
+		b, err := c.Builder("primary", "aggregator", "t-table", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := b("t-table", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		v, err := s.Get("k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	for _, tc := range []struct {
+		name    string
+		release func() error
+		want    string
+	}{
+		{"clean stop", func() error { return c.Release("primary", "aggregator", true) }, "v"},
+		{"failed run", func() error { return c.Release("primary", "aggregator", false) }, ""},
+		{"killed", func() error {
+			if !c.InUse("primary", "aggregator") {
+				t.Error("a store left without Release is not reported in use")
+			}
+			return nil
+		}, ""},
+	} {
+		write()
+		if err := tc.release(); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got != tc.want {
+			t.Errorf("%s: the next run reads %q, want %q", tc.name, got, tc.want)
+		}
+		if err := c.Release("primary", "aggregator", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
