@@ -76,7 +76,6 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 		a.deadLetter(ctx, raw, err)
 		return
 	}
-	a.observeLag(recv.Sub(ev.TS))
 	p, tsMs := ctx.Partition(), ev.TS.UnixMilli()
 	if a.marks.observe(p, tsMs, recv.UnixMilli()) {
 		// The partition's clock passed a window close. Live, the wake-ups of
@@ -97,11 +96,16 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 	}
 	o := a.p.opts
 	in := statestore.Event{Offset: ctx.Offset(), TsMs: tsMs, Advertiser: ev.Advertiser, Micros: ev.PriceMicros, ClockMs: clock}
-	switch w.Add(in, o.Window.Milliseconds(), o.Lateness.Milliseconds()) {
-	case statestore.Duplicate:
+	added := w.Add(in, o.Window.Milliseconds(), o.Lateness.Milliseconds())
+	if added == statestore.Duplicate {
+		// A redelivery (after a restart or a rebalance) changes nothing,
+		// so it has no lag: counted, it would make a side that just
+		// rebalanced read as behind.
 		a.m.duplicates.Inc()
 		return
-	case statestore.Late:
+	}
+	a.observeLag(recv.Sub(ev.TS))
+	if added == statestore.Late {
 		// Its window closed before it arrived: it is right as it arrives.
 		a.m.late.Inc()
 		start := time.UnixMilli(statestore.WindowStartMs(tsMs, w.SizeMs)).UTC()

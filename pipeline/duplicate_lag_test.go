@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lovoo/goka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
+	"github.com/hotpair/hotpair/statestore"
 )
 
 // TestDuplicateSpendHasNoLag: a SpendEvent delivered twice (a redelivery
@@ -64,6 +66,28 @@ func TestDuplicateSpendHasNoLag(t *testing.T) {
 		t.Fatalf("hotpair_duplicates_total %v, want 1", d)
 	}
 	h, _ := metricvalue.Histogram(g, "hotpair_stage_event_lag_seconds", "service", budget)
+	if n := h.GetSampleCount(); n != 1 {
+		t.Fatalf("the lag histogram has %d observations, want 1: the duplicate counted", n)
+	}
+}
+
+// TestDuplicateAdEventHasNoLag: the aggregator does not count a redelivered
+// ad event (an offset it has applied, as after a restart or a rebalance) in
+// its end-to-end lag either; only the new one counts.
+func TestDuplicateAdEventHasNoLag(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	tt, st := testStageWith(t, contract.StageAggregator, reg)
+	ts := time.Now().Add(-time.Minute)
+	// The campaign's state has applied every offset below 1: the tester's
+	// first message (offset 0) is a redelivery, its second is new.
+	tt.SetTableValue(goka.GroupTable(st.group), "c1", &statestore.Windows{NextOffset: 1})
+	tt.Consume("ad-events", "c1", adEvent(t, "e0", "c1", 100, ts))
+	tt.Consume("ad-events", "c1", adEvent(t, "e1", "c1", 100, ts))
+	agg := contract.StageAggregator.String()
+	if d, _ := metricvalue.Get(reg, "hotpair_duplicates_total", "service", agg); d != 1 {
+		t.Fatalf("hotpair_duplicates_total %v, want 1", d)
+	}
+	h, _ := metricvalue.Histogram(reg, "hotpair_stage_event_lag_seconds", "service", agg)
 	if n := h.GetSampleCount(); n != 1 {
 		t.Fatalf("the lag histogram has %d observations, want 1: the duplicate counted", n)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/tester"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/statestore"
@@ -17,8 +18,16 @@ import (
 // returns the tester with trackers of the stage's output and dead letters.
 func testStage(t *testing.T, name contract.Stage) (*tester.Tester, *stage) {
 	t.Helper()
+	return testStageWith(t, name, nil)
+}
+
+// testStageWith is testStage with the pipeline's metrics registered in reg
+// (nil: the default registerer).
+func testStageWith(t *testing.T, name contract.Stage, reg prometheus.Registerer) (*tester.Tester, *stage) {
+	t.Helper()
 	p, err := New(Options{Brokers: []string{"tester:9092"}, Side: contract.Primary, Stages: []contract.Stage{name},
-		Storage: statestore.Config{Backend: statestore.BackendMemory}, Window: 10 * time.Second, Lateness: 5 * time.Second})
+		Storage: statestore.Config{Backend: statestore.BackendMemory}, Window: 10 * time.Second, Lateness: 5 * time.Second,
+		Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
