@@ -52,15 +52,7 @@ func TestGokaProcessorOnASecuredCluster(t *testing.T) {
 				goka.Persist(new(codec.Int64)),
 			)
 			b := kgoka.Builders{ClientID: "test-" + mech, Auth: auth, Replication: 1}
-			proc, err := goka.NewProcessor(c.Brokers, g, append(b.ProcessorOptions(),
-				goka.WithStorageBuilder(storage.MemoryBuilder()))...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			stopped := make(chan error, 1)
-			go func() { stopped <- proc.Run(ctx) }()
-			defer func() { cancel(); <-stopped }()
+			defer startProcessor(t, c, g, b)()
 			got := kafkatest.ReadAllOf(t, c, out, n, 60*time.Second)
 			if len(got) != n {
 				t.Fatalf("the processor emitted %d of %d records", len(got), n)
@@ -125,5 +117,27 @@ func TestGuardedGokaProducerRefusesALiveTopic(t *testing.T) {
 	}
 	if got := kafkatest.UpToEnd(t, c.Brokers, "spend"); len(got) != 0 || refused != 1 {
 		t.Fatalf("%d records on the live topic, %d refusals; want 0 and 1", len(got), refused)
+	}
+}
+
+// startProcessor runs a processor of g on c with b's options and memory
+// storage; stop cancels it and returns once it has stopped (30 s at most).
+func startProcessor(t *testing.T, c kafka.Cluster, g *goka.GroupGraph, b kgoka.Builders) (stop func()) {
+	t.Helper()
+	proc, err := goka.NewProcessor(c.Brokers, g, append(b.ProcessorOptions(),
+		goka.WithStorageBuilder(storage.MemoryBuilder()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- proc.Run(ctx) }()
+	return func() {
+		cancel()
+		select {
+		case <-stopped:
+		case <-time.After(30 * time.Second):
+			t.Error("the processor did not stop in 30 s")
+		}
 	}
 }

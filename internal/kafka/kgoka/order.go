@@ -100,6 +100,12 @@ func (o *writeOrder) acked(w *write, msg *sarama.ProducerMessage, err error) {
 	if err != nil && !w.table && o.failed == nil {
 		o.failed = errEarlierWriteFailed
 	}
+	o.finishUnlock()
+}
+
+// finishUnlock releases what can be, pops the finished records, unlocks and
+// finishes their promises in emit order.
+func (o *writeOrder) finishUnlock() {
 	o.releaseLocked()
 	finished := o.popLocked()
 	o.mu.Unlock()
@@ -212,12 +218,7 @@ func (o *writeOrder) abandon(err error) {
 		o.unsent--
 	}
 	o.ready = nil
-	o.releaseLocked()
-	finished := o.popLocked()
-	o.mu.Unlock()
-	for _, w := range finished {
-		w.finish(w.msg, w.err)
-	}
+	o.finishUnlock()
 }
 
 func signal(c chan struct{}) {

@@ -2,6 +2,7 @@ package kgoka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -10,8 +11,8 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
-	"github.com/lovoo/goka/storage"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -116,23 +117,10 @@ func runCounter(t *testing.T, c kafka.Cluster, wait func()) {
 		goka.Persist(new(codec.Int64)),
 	)
 	stopping := make(chan struct{})
-	b := kgoka.Builders{ClientID: "count", Replication: 1, Stopping: stopping}
-	proc, err := goka.NewProcessor(c.Brokers, g, append(b.ProcessorOptions(),
-		goka.WithStorageBuilder(storage.MemoryBuilder()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- proc.Run(ctx) }()
+	stop := startProcessor(t, c, g, kgoka.Builders{ClientID: "count", Replication: 1, Stopping: stopping})
 	wait()
 	close(stopping)
-	cancel()
-	select {
-	case <-stopped:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the processor did not stop in 30 s")
-	}
+	stop()
 }
 
 func values(rs []*kgo.Record) string {
@@ -141,4 +129,44 @@ func values(rs []*kgo.Record) string {
 		out = append(out, string(r.Value))
 	}
 	return fmt.Sprint(out)
+}
+
+// The write order is a processor's: an emitter (which writes no state and
+// lives on after a failed record, unlike a processor) carries on after a
+// record the cluster rejected.
+func TestEmitterCarriesOnAfterAFailedRecord(t *testing.T) {
+	kc := kafkatest.Cluster(t)
+	c := kafka.Cluster{Brokers: kc.ListenAddrs()}
+	if err := kafka.EnsureTopics(t.Context(), c, 1, 1, kafka.TopicSpec{Name: "dark.c.out"}); err != nil {
+		t.Fatal(err)
+	}
+	kc.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		req := kr.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		resp.Version = req.Version
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true // the first request only
+	})
+	guard, _ := kafka.NewTopicGuard("dark.c.", nil)
+	em, err := goka.NewEmitter(c.Brokers, goka.Stream("dark.c.out"), new(codec.Bytes),
+		kgoka.Builders{ClientID: "emitter", Replication: 1, Guard: guard}.EmitterOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Finish()
+	if err := em.EmitSync("k", []byte("rejected")); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("first emit: %v, want the cluster's rejection", err)
+	}
+	if err := em.EmitSync("k", []byte("next")); err != nil {
+		t.Fatalf("the emit after a rejected one failed: %v", err)
+	}
 }

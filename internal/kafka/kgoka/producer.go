@@ -37,13 +37,13 @@ const ProducerCloseTimeout = 5 * time.Second
 // in the caller and sends as soon as a request slot is free, so batches grow
 // with load and an idle record goes out at once.
 //
-// Writes keep the order a crash needs (see writeOrder): a group table
-// record waits for the stream records emitted before it, and is then sent
-// by the producer's sender goroutine.
+// A processor's writes keep the order a crash needs (see writeOrder): a
+// group table record waits for the stream records emitted before it, and is
+// then sent by the producer's sender goroutine.
 type producer struct {
 	cl        *kgo.Client
 	guard     *kafka.TopicGuard // nil: every topic
-	order     *writeOrder
+	order     *writeOrder       // nil for an emitter (no state, no order)
 	closed    chan struct{}
 	closeOnce sync.Once
 	sender    sync.WaitGroup
@@ -55,15 +55,18 @@ type producer struct {
 // co-partitioned; records are written idempotently with acks from all
 // in-sync replicas. With b.Guard, a record to a topic the guard refuses is
 // not sent and its emit fails.
-func (b Builders) producerBuilder() goka.ProducerBuilder {
+//
+// A processor's producer keeps the write order (ordered); an emitter's, which
+// writes no state and outlives a failed record, does not.
+func (b Builders) producerBuilder(ordered bool) goka.ProducerBuilder {
 	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
-		return b.newProducer(kafka.Cluster{Brokers: brokers, Auth: b.Auth}, clientID, hasher)
+		return b.newProducer(kafka.Cluster{Brokers: brokers, Auth: b.Auth}, clientID, hasher, ordered)
 	}
 }
 
 // newProducer builds a producer of the cluster with the builders' Stopping
 // and Guard.
-func (b Builders) newProducer(c kafka.Cluster, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+func (b Builders) newProducer(c kafka.Cluster, clientID string, hasher func() hash.Hash32, ordered bool) (goka.Producer, error) {
 	hash := func(key []byte) uint32 {
 		h := hasher()
 		h.Write(key)
@@ -80,9 +83,12 @@ func (b Builders) newProducer(c kafka.Cluster, clientID string, hasher func() ha
 	if err != nil {
 		return nil, err
 	}
-	p := &producer{cl: cl, guard: b.Guard, order: newWriteOrder(), closed: make(chan struct{})}
-	p.sender.Add(1)
-	go p.send()
+	p := &producer{cl: cl, guard: b.Guard, closed: make(chan struct{})}
+	if ordered {
+		p.order = newWriteOrder()
+		p.sender.Add(1)
+		go p.send()
+	}
 	if b.Stopping != nil {
 		go p.abortWhenStopping(b.Stopping)
 	}
@@ -132,6 +138,10 @@ func (p *producer) EmitWithHeaders(topic, key string, value []byte, headers goka
 			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: v})
 		}
 	}
+	if p.order == nil {
+		p.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) { finish(nil, err) })
+		return promise
+	}
 	w := &write{table: strings.HasSuffix(topic, tableSuffix), rec: rec, finish: finish}
 	p.order.add(w)
 	if !w.table {
@@ -170,7 +180,7 @@ func (p *producer) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), ProducerCloseTimeout)
 	defer cancel()
 	err := p.cl.Flush(ctx)
-	for err == nil && p.order.waiting() > 0 {
+	for err == nil && p.order != nil && p.order.waiting() > 0 {
 		select {
 		case <-p.order.moved:
 			err = p.cl.Flush(ctx)
@@ -180,7 +190,9 @@ func (p *producer) Close() error {
 	}
 	p.closeOnce.Do(func() { close(p.closed) })
 	p.sender.Wait()
-	p.order.abandon(errProducerClosed)
+	if p.order != nil {
+		p.order.abandon(errProducerClosed)
+	}
 	p.cl.Close()
 	return err
 }

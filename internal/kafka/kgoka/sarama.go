@@ -75,7 +75,7 @@ func (b Builders) cfg() *sarama.Config {
 func (b Builders) ProcessorOptions() []goka.ProcessorOption {
 	return []goka.ProcessorOption{
 		goka.WithClientID(b.ClientID),
-		goka.WithProducerBuilder(b.producerBuilder()),
+		goka.WithProducerBuilder(b.producerBuilder(true)),
 		goka.WithConsumerGroupBuilder(func(brokers []string, group, clientID string) (sarama.ConsumerGroup, error) {
 			g, err := goka.ConsumerGroupBuilderWithConfig(b.cfg())(brokers, group, clientID)
 			if err != nil {
@@ -104,7 +104,7 @@ func (b Builders) ViewOptions() []goka.ViewOption {
 // EmitterOptions returns the goka options that give an emitter its own
 // configs (and, with a Guard, hotpair's guarded producer).
 func (b Builders) EmitterOptions() []goka.EmitterOption {
-	pb := b.producerBuilder()
+	pb := b.producerBuilder(false)
 	if b.Guard == nil {
 		pb = func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
 			return goka.ProducerBuilderWithConfig(b.cfg())(brokers, clientID, hasher)
