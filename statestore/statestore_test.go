@@ -322,19 +322,26 @@ func TestCampaignBinaryRoundTrip(t *testing.T) {
 // changelog alone.
 func TestLevelDBStoreIsKeptOnlyAfterACleanStop(t *testing.T) {
 	c := Config{Backend: BackendLevelDB, Dir: t.TempDir()}
-	write := func() {
+	// open starts a run: a builder, as a starting stage makes one, and its
+	// store of partition 0.
+	open := func() storage.Storage {
 		t.Helper()
 		b, err := c.Builder("primary", "aggregator", "t-table", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s, err := b("t-table", 0)
+		if err == nil {
+			err = s.Open()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Open(); err != nil {
-			t.Fatal(err)
-		}
+		return s
+	}
+	write := func() {
+		t.Helper()
+		s := open()
 		if err := s.Set("k", []byte("v")); err != nil {
 			t.Fatal(err)
 		}
@@ -344,17 +351,7 @@ func TestLevelDBStoreIsKeptOnlyAfterACleanStop(t *testing.T) {
 	}
 	read := func() string {
 		t.Helper()
-		b, err := c.Builder("primary", "aggregator", "t-table", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := b("t-table", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Open(); err != nil {
-			t.Fatal(err)
-		}
+		s := open()
 		defer s.Close()
 		v, err := s.Get("k")
 		if err != nil {
