@@ -35,9 +35,9 @@ import (
 //
 // Stream records go out at once; table records keep their order among
 // themselves (a changelog partition stays in processing order). Once a
-// stream record fails, every table record not yet sent fails: the state
-// that would follow it is never written (goka then stops the processor,
-// whose next run reads the input again).
+// record fails, every table record not yet sent fails: the state that
+// would follow it is never written (goka then stops the processor, whose
+// next run reads the input again).
 type writeOrder struct {
 	mu sync.Mutex
 	// q holds every record not yet finished, in emit order; q[0] is record
@@ -60,7 +60,6 @@ type writeOrder struct {
 }
 
 type write struct {
-	n     uint64
 	table bool
 	done  bool
 	rec   *kgo.Record
@@ -70,18 +69,17 @@ type write struct {
 	finish goka.PromiseFinisher
 }
 
-var errEarlierWriteFailed = errors.New("kgoka: an output emitted before this state failed; the state is not written")
+var errEarlierWriteFailed = errors.New("kgoka: a write emitted before this state failed; the state is not written")
 
 func newWriteOrder() *writeOrder {
 	return &writeOrder{wake: make(chan struct{}, 1), moved: make(chan struct{}, 1)}
 }
 
-// add numbers w in emit order. A stream record is sent by the caller at
+// add queues w in emit order. A stream record is sent by the caller at
 // once; a table record is handed to the sender when its gate opens.
 func (o *writeOrder) add(w *write) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	w.n = o.base + uint64(len(o.q))
 	o.q = append(o.q, w)
 	if w.table {
 		o.unsent++
@@ -97,7 +95,7 @@ func (o *writeOrder) acked(w *write, msg *sarama.ProducerMessage, err error) {
 	if w.err == nil {
 		w.err = err
 	}
-	if err != nil && !w.table && o.failed == nil {
+	if err != nil && o.failed == nil {
 		o.failed = errEarlierWriteFailed
 	}
 	o.finishUnlock()
@@ -115,8 +113,8 @@ func (o *writeOrder) finishUnlock() {
 }
 
 // releaseLocked moves the gate past acknowledged stream records and hands
-// the table records before it to the sender; after a failed stream record
-// it fails every table record not yet released instead.
+// the table records before it to the sender; after a failed record it fails
+// every table record not yet released instead.
 func (o *writeOrder) releaseLocked() {
 	end := o.base + uint64(len(o.q))
 	o.gate = max(o.gate, o.base)
