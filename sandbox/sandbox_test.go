@@ -219,22 +219,38 @@ func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, w
 		t.Fatalf("gate answer %+v", a)
 	}
 	// The stalled primary budget enforcer is found unhealthy within a few
-	// windows: once the answering replica has published that (and the
-	// standby healthy), the standby must not be deployed, the primary may.
+	// windows: once the answering replica has published that, and the
+	// standby's hold has begun on every service (healthy and keeping up: a
+	// side still catching up on what piled up while the sandbox started has
+	// no hold yet, and the gate rightly says so), the standby must not be
+	// deployed, the primary may.
 	m := sb.monitors.any()
-	changestest.WaitForNext(t, m.Changed, time.Minute, "the stalled primary budget enforcer published unhealthy", func() bool {
+	changestest.WaitForNext(t, m.Changed, time.Minute, "the stalled primary budget enforcer published unhealthy, the standby held", func() bool {
+		stalled, held := false, 0
 		for _, ss := range m.Status().Services {
-			if ss.Service == contract.ServiceBudget && ss.Selection != nil {
-				primary, judged := ss.Selection.Sides[contract.Primary]
-				return judged && !primary.Healthy && ss.Selection.Sides[contract.Standby].Healthy
+			if ss.Selection == nil {
+				continue
+			}
+			primary, judged := ss.Selection.Sides[contract.Primary]
+			if ss.Service == contract.ServiceBudget {
+				stalled = judged && !primary.Healthy
+			}
+			if st := ss.Selection.Sides[contract.Standby]; st.Healthy && st.HealthySince != nil && st.HealthySince.Before(ss.Selection.DecidedAt) {
+				held++
 			}
 		}
-		return false
+		return stalled && held == 3
 	})
 	call("GET", "/api/v1/gate?side=standby&held=1ms", "", http.StatusConflict, &a)
 	for _, rule := range []core.GateRule{core.GateOtherSideUnhealthy, core.GateOnlyHealthySide} {
 		if !slices.ContainsFunc(a.Failing, func(r core.GateReason) bool { return r.Rule == rule && r.Service == contract.ServiceBudget }) {
 			t.Fatalf("the gate does not refuse the standby with %s on budget: %+v", rule, a.Reasons)
+		}
+	}
+	for _, ss := range m.Status().Services {
+		if ss.Selection != nil {
+			st := ss.Selection.Sides[contract.Standby]
+			t.Logf("%s standby: healthy %v since %v, catching up %q; decided at %s", ss.Service, st.Healthy, st.HealthySince, st.CatchingUp, ss.Selection.DecidedAt.Format(time.RFC3339Nano))
 		}
 	}
 	call("GET", "/api/v1/gate?side=primary&held=1ms", "", http.StatusOK, &a)
