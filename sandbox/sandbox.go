@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/changes"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafka/devsec"
 	"github.com/hotpair/hotpair/internal/zkserver"
@@ -208,9 +210,13 @@ type Sandbox struct {
 	monitors *replicas
 	faults   *faults
 	events   timeline
-	regs     *registries
-	httpAddr string
-	dark     *darkRun // nil without Options.Dark
+	// recorded is the selector snapshot whose changes the timeline holds
+	// (watchSelection), notified on recordedC.
+	recorded  atomic.Pointer[selector.Snapshot]
+	recordedC changes.Feed
+	regs      *registries
+	httpAddr  string
+	dark      *darkRun // nil without Options.Dark
 
 	monitorCreds, operatorCreds *contract.Credentials
 	kafkaSec                    *devsec.Setup   // nil when insecure

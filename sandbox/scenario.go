@@ -236,8 +236,14 @@ func (r *run) allOn(side string, services ...string) func() bool {
 	}
 }
 
-// switches counts the read side's switches of service since from.
+// switches counts the read side's switches of service since from, once the
+// timeline has recorded what the read side uses now (a few seconds at most).
 func (r *run) switches(service string, from time.Time) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.s.timelineCaughtUp(ctx); err != nil {
+		r.s.log.Warn("the timeline did not catch up with the read side", "err", err)
+	}
 	n := 0
 	for _, e := range r.s.events.since(from) {
 		if e.Kind == EventSwitch && e.Service == service {

@@ -13,6 +13,7 @@ import (
 // selector (the read side) uses for a service, with the monitor's reason.
 func (s *Sandbox) watchSelection(ctx context.Context) error {
 	prev := s.sel.Snapshot()
+	s.markRecorded(prev)
 	for {
 		select {
 		case <-ctx.Done():
@@ -39,7 +40,21 @@ func (s *Sandbox) watchSelection(ctx context.Context) error {
 			s.events.add(Event{Kind: kind, Service: svc.String(), Side: now.String(), Detail: detail})
 		}
 		prev = cur
+		s.markRecorded(cur)
 	}
+}
+
+func (s *Sandbox) markRecorded(snap *selector.Snapshot) {
+	s.recorded.Store(snap)
+	s.recordedC.Notify()
+}
+
+// timelineCaughtUp waits, until ctx ends, for the timeline to hold every
+// switch of the selector's current snapshot: the read side (Active) changes
+// a moment before watchSelection records it, so a check that counts
+// switches right after seeing one must wait for it.
+func (s *Sandbox) timelineCaughtUp(ctx context.Context) error {
+	return s.recordedC.Until(ctx, func() bool { return s.recorded.Load() == s.sel.Snapshot() })
 }
 
 func degradedOf(snap *selector.Snapshot, svc contract.Service) bool {
