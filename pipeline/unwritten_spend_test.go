@@ -78,21 +78,9 @@ func rejectFirstWrite(t *testing.T, kc *kfake.Cluster, topic string) <-chan stru
 			kc.KeepControl()
 			return nil, nil, false
 		}
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		resp.Version = req.Version
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
 		kc.DropControl() // one request only
 		once.Do(func() { close(done) })
-		return resp, nil, true
+		return kafkatest.Rejection(req, kerr.InvalidRecord), nil, true
 	})
 	return done
 }

@@ -141,20 +141,7 @@ func TestEmitterCarriesOnAfterAFailedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	kc.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		req := kr.(*kmsg.ProduceRequest)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		resp.Version = req.Version
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true // the first request only
+		return kafkatest.Rejection(kr.(*kmsg.ProduceRequest), kerr.InvalidRecord), nil, true // the first request only
 	})
 	guard, _ := kafka.NewTopicGuard("dark.c.", nil)
 	em, err := goka.NewEmitter(c.Brokers, goka.Stream("dark.c.out"), new(codec.Bytes),
