@@ -98,10 +98,7 @@ func (a aggregator) onAdEvent(ctx goka.Context, msg any) {
 	in := statestore.Event{Offset: ctx.Offset(), TsMs: tsMs, Advertiser: ev.Advertiser, Micros: ev.PriceMicros, ClockMs: clock}
 	added := w.Add(in, o.Window.Milliseconds(), o.Lateness.Milliseconds())
 	if added == statestore.Duplicate {
-		// A redelivery (after a restart or a rebalance) changes nothing,
-		// so it has no lag: counted, it would make a side that just
-		// rebalanced read as behind.
-		a.m.duplicates.Inc()
+		a.duplicate() // no lag: see observeLag
 		return
 	}
 	a.observeLag(recv.Sub(ev.TS))

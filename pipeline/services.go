@@ -71,10 +71,7 @@ func (s *service) onSpend(ctx goka.Context, msg any) {
 		ID: ev.ID, Late: ev.IsLate(), WindowStartMs: ev.WindowStart.UnixMilli(),
 		Day: day.Date, Micros: ev.SpendMicros,
 	}) {
-		// A duplicate changes no output, so it has no lag: a redelivery
-		// after a restart or a rebalance (long due, already applied) would
-		// read as a side that is behind.
-		s.m.duplicates.Inc()
+		s.duplicate() // no lag: see observeLag
 		return
 	}
 	// End to end: against the moment the SpendEvent could first have been

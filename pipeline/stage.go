@@ -340,10 +340,19 @@ func (st *stage) receive(ctx goka.Context) time.Time {
 	return time.Now()
 }
 
+// observeLag records the end-to-end lag of an input record the stage
+// applied. A duplicate (a redelivery after a restart or a rebalance: an ad
+// event whose offset the aggregator applied, a SpendEvent a service
+// applied) is not observed: it changes no output, and long due it would
+// make a side that just rebalanced read as behind. Count it with
+// duplicate instead.
 func (st *stage) observeLag(lag time.Duration) {
 	st.sampler.lagged(lag)
 	st.m.lag.Observe(lag.Seconds())
 }
+
+// duplicate counts an input record the stage had already applied.
+func (st *stage) duplicate() { st.m.duplicates.Inc() }
 
 // edges returns the stream edges every stage has: the dead-letter output and
 // the loop topic for timer wake-ups.

@@ -63,6 +63,9 @@ func (c Config) Validate() error {
 // memory store lives with its builder, which the stage drops after a
 // failure.
 
+// dir is the leveldb directory of one stage of one side.
+func (c Config) dir(side, stage string) string { return filepath.Join(c.Dir, side, stage) }
+
 // inUseFile marks a stage's leveldb directory as open for writing.
 const inUseFile = "IN-USE"
 
@@ -88,7 +91,7 @@ func (c Config) InUse(side, stage string) bool {
 	if c.Backend == BackendMemory {
 		return false
 	}
-	_, err := os.Stat(filepath.Join(c.Dir, side, stage, inUseFile))
+	_, err := os.Stat(filepath.Join(c.dir(side, stage), inUseFile))
 	return err == nil
 }
 
@@ -99,7 +102,7 @@ func (c Config) Release(side, stage string, clean bool) error {
 	if c.Backend == BackendMemory {
 		return nil
 	}
-	dir := filepath.Join(c.Dir, side, stage)
+	dir := c.dir(side, stage)
 	if !clean {
 		return os.RemoveAll(dir)
 	}
@@ -123,7 +126,7 @@ func (c Config) Builder(side, stage, groupTable string, wake *Wakeups) (storage.
 		pool := &memoryPool{stores: make(map[string]*memory)}
 		base = pool.build
 	} else {
-		dir := filepath.Join(c.Dir, side, stage)
+		dir := c.dir(side, stage)
 		if err := claim(dir); err != nil {
 			return nil, fmt.Errorf("statestore: storage.dir: %w", err)
 		}
