@@ -178,3 +178,19 @@ func spentIs(truth map[string]int64) func(map[string]contract.BudgetStatus) stri
 		return ""
 	}
 }
+
+// primaryWithBudgets returns an ingester of one primary cluster (closed at
+// cleanup) that has written the budgets of a workload of campaigns, once
+// the pipeline on brokers has applied them all.
+func primaryWithBudgets(t *testing.T, brokers []string, campaigns int, seed uint64) (*Ingester, *workload) {
+	t.Helper()
+	in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(context.Background()) })
+	w := newWorkload(campaigns, 0, seed)
+	w.writeBudgets(t, in)
+	waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
+	return in, w
+}

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -23,14 +22,7 @@ func TestServiceLagIsEndToEnd(t *testing.T) {
 	const delay = 5500 * time.Millisecond
 	brokers := kafkatest.Cluster(t).ListenAddrs()
 	startPipeline(t, testOptions(brokers, contract.Primary))
-	in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close(context.Background())
-	w := newWorkload(10, 0, 9)
-	w.writeBudgets(t, in)
-	waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
+	in, w := primaryWithBudgets(t, brokers, 10, 9)
 
 	if err := in.SetDelay(contract.Primary, delay); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,14 +36,7 @@ http: {listen: "127.0.0.1:0"}
 `, brokers[0], backend, filepath.Join(dir, "state")))
 
 			proc := testbin.Start(t, "pipeline", "--config", config)
-			in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer in.Close(context.Background())
-			w := newWorkload(30, 0, 2)
-			w.writeBudgets(t, in)
-			waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
+			in, w := primaryWithBudgets(t, brokers, 30, 2)
 
 			for batch := range 16 {
 				b := newWorkload(30, 250, uint64(100+batch))
@@ -89,14 +81,7 @@ func TestCleanStopKeepsTheLocalStores(t *testing.T) {
 	o := testOptions(brokers, contract.Primary)
 	o.Storage = statestore.Config{Backend: statestore.BackendLevelDB, Dir: t.TempDir()}
 	_, stop := startPipeline(t, o)
-	in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close(context.Background())
-	w := newWorkload(5, 0, 3)
-	w.writeBudgets(t, in)
-	waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
+	primaryWithBudgets(t, brokers, 5, 3)
 	for _, stage := range contract.Stages() {
 		if !o.Storage.InUse(o.Side.String(), stage.String()) {
 			t.Errorf("%s: store not marked in use while the pipeline runs", stage)

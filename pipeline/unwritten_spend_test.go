@@ -1,13 +1,12 @@
 package pipeline
 
 import (
-	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,14 +31,7 @@ func TestSpendOfAFailedWriteIsEmittedByTheNextRun(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	o.Registerer = reg
 	startPipeline(t, o)
-	in, err := NewIngester(IngestOptions{Clusters: map[contract.Side][]string{contract.Primary: brokers}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close(context.Background())
-	w := newWorkload(10, 0, 3)
-	w.writeBudgets(t, in)
-	waitStatuses(t, brokers, 60*time.Second, budgetsApplied(len(w.budgets)))
+	in, _ := primaryWithBudgets(t, brokers, 10, 3)
 
 	rejected := rejectFirstWrite(t, kc, contract.TopicsWithPrefix("").Spend)
 	events := newWorkload(10, 300, 4)
@@ -61,20 +53,12 @@ func TestSpendOfAFailedWriteIsEmittedByTheNextRun(t *testing.T) {
 // once it has.
 func rejectFirstWrite(t *testing.T, kc *kfake.Cluster, topic string) <-chan struct{} {
 	t.Helper()
-	topics, err := kadm.NewClient(kafkatest.Client(t, kc.ListenAddrs())).ListTopics(t.Context(), topic)
-	if err != nil || topics[topic].Err != nil {
-		t.Fatalf("listing %s: %v %v", topic, err, topics[topic].Err)
-	}
-	id := topics[topic].ID
+	isTopic := kafkatest.WritesTo(t, kc, topic)
 	done := make(chan struct{})
 	var once sync.Once // kfake may run the control again before it is dropped
 	kc.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		req := kr.(*kmsg.ProduceRequest)
-		hit := false
-		for _, rt := range req.Topics {
-			hit = hit || rt.Topic == topic || rt.TopicID == id // by name, or by id (v13+)
-		}
-		if !hit {
+		if !slices.ContainsFunc(req.Topics, isTopic) {
 			kc.KeepControl()
 			return nil, nil, false
 		}

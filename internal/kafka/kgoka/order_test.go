@@ -11,7 +11,6 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -71,11 +70,7 @@ func dropWritesTo(t *testing.T, topic string, keys ...string) (*kfake.Cluster, k
 			t.Fatal(err)
 		}
 	}
-	topics, err := kadm.NewClient(cl).ListTopics(t.Context(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := topics[topic].ID
+	isTopic := kafkatest.WritesTo(t, kc, topic)
 	var healed atomic.Bool
 	kc.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		if healed.Load() {
@@ -85,7 +80,7 @@ func dropWritesTo(t *testing.T, topic string, keys ...string) (*kfake.Cluster, k
 		req := kr.(*kmsg.ProduceRequest)
 		kept := req.Topics[:0]
 		for _, tp := range req.Topics {
-			if tp.Topic == topic || tp.TopicID == id { // by name, or by id (v13+)
+			if isTopic(tp) {
 				cl.Produce(context.Background(), &kgo.Record{Topic: topic + "-dropped"}, nil)
 				continue
 			}
