@@ -239,7 +239,7 @@ func gateCalls(t *testing.T, sb *Sandbox, call func(method, path, body string, w
 				held++
 			}
 		}
-		return stalled && held == 3
+		return stalled && held == len(contract.Services())
 	})
 	call("GET", "/api/v1/gate?side=standby&held=1ms", "", http.StatusConflict, &a)
 	for _, rule := range []core.GateRule{core.GateOtherSideUnhealthy, core.GateOnlyHealthySide} {

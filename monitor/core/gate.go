@@ -292,6 +292,11 @@ func holdTooShort(c *gateCase) (string, bool) {
 		return "", false // otherSideUnhealthy says why
 	}
 	other, held := c.req.Side.Other(), c.held()
+	if c.other.HealthySince == nil && c.other.CatchingUp != "" {
+		// Healthy, but its grace clock (and so its hold) waits until it
+		// keeps up: say so rather than "healthy for 0s".
+		return fmt.Sprintf("%s is catching up (%s): its hold begins once it keeps up", other, c.other.CatchingUp), held < c.req.Hold
+	}
 	build := c.other.Build
 	if build == "" {
 		build = "an unknown build"

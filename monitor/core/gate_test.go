@@ -68,6 +68,13 @@ func TestGateRules(t *testing.T) {
 				s.Sides[contract.Primary] = ss
 			},
 			rules: "hold_too_short", detail: "for 5m0s, less than the hold", held: 5 * time.Minute},
+		{name: "other side catching up", side: contract.Standby,
+			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
+				ss := s.Sides[contract.Primary]
+				ss.HealthySince, ss.CatchingUp = nil, "lag p99 3.2 s > catch_up_lag 1000 ms"
+				s.Sides[contract.Primary] = ss
+			},
+			rules: "hold_too_short", detail: "primary is catching up (lag p99 3.2 s > catch_up_lag 1000 ms): its hold begins once it keeps up"},
 		{name: "rolling out", side: contract.Primary,
 			edit: func(s *contract.Selection, _ map[contract.Service]*contract.Override) {
 				ss := s.Sides[contract.Standby]
