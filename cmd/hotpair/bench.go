@@ -89,7 +89,7 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 func writeBenchText(w io.Writer, r pipebench.Result) {
 	fmt.Fprintf(w, "%d windows emitted (%d by timer wake-ups) and applied; every campaign's lifetime spend is exact\n\n", r.Windows, r.Wakeups)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "throughput\tevents/s\tevents/CPU-s\tseconds\t")
+	fmt.Fprintln(tw, "throughput\tevents/s\tevents/CPU-s\tallocs/event\tseconds\t")
 	for _, row := range []struct {
 		name string
 		r    pipebench.Rate
@@ -99,11 +99,11 @@ func writeBenchText(w io.Writer, r pipebench.Result) {
 		{"bare goka, hotpair's client", r.GokaHotpair},
 		{"pipeline: aggregator + budget", r.Pipeline},
 	} {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t\n", row.name, row.r.EventsPerSec, row.r.EventsPerCPUSec, row.r.Seconds)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.1f\t%.2f\t\n", row.name, row.r.EventsPerSec, row.r.EventsPerCPUSec, row.r.AllocsPerEvent, row.r.Seconds)
 	}
-	fmt.Fprintf(tw, "pipeline / bare goka\t%.2f\t\t\t\n", r.Ratio)
+	fmt.Fprintf(tw, "pipeline / bare goka\t%.2f\t\t\t\t\n", r.Ratio)
 	tw.Flush()
-	fmt.Fprintln(w, "\n(CPU seconds include the in-process Kafka broker.)")
+	fmt.Fprintln(w, "\n(CPU seconds and allocations include the in-process Kafka broker.)")
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

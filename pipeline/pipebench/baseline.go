@@ -3,6 +3,7 @@ package pipebench
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -26,23 +27,46 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// rate is events over the interval from (wall, cpu) to now.
-func rate(events int, wall time.Time, cpu time.Duration) Rate {
-	r := Rate{Seconds: time.Since(wall).Seconds(), CPUSeconds: (cpuTime() - cpu).Seconds()}
+// heapAllocs is how many heap objects the process has allocated so far.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// start is the moment a measurement starts: wall clock, CPU time and heap
+// allocations so far.
+type start struct {
+	wall   time.Time
+	cpu    time.Duration
+	allocs uint64
+}
+
+func startNow() *start { return &start{wall: time.Now(), cpu: cpuTime(), allocs: heapAllocs()} }
+
+// rate is events over the interval from s to now.
+func (s *start) rate(events int) Rate {
+	r := Rate{Seconds: time.Since(s.wall).Seconds(), CPUSeconds: (cpuTime() - s.cpu).Seconds()}
 	r.EventsPerSec = float64(events) / r.Seconds
 	if r.CPUSeconds > 0 {
 		r.EventsPerCPUSec = float64(events) / r.CPUSeconds
+	}
+	if events > 0 {
+		r.AllocsPerEvent = float64(heapAllocs()-s.allocs) / float64(events)
 	}
 	return r
 }
 
 // measure times f, which handles events.
 func measure(events int, f func() error) (Rate, error) {
-	wall, cpu := time.Now(), cpuTime()
+	s := startNow()
 	if err := f(); err != nil {
 		return Rate{}, err
 	}
-	return rate(events, wall, cpu), nil
+	return s.rate(events), nil
 }
 
 // ReadTopic reads topic from its start with one franz-go consumer until want
@@ -73,8 +97,7 @@ func ReadTopic(ctx context.Context, brokers []string, auth *contract.KafkaAuth, 
 // client layer (as the pipeline does) with hotpairClient.
 func bareGoka(ctx context.Context, c kafka.Cluster, group string, want int, hotpairClient bool) (Rate, error) {
 	var n atomic.Int64
-	var wall atomic.Int64
-	var cpu atomic.Int64
+	var first atomic.Pointer[start]
 	done := make(chan Rate, 1)
 	g := goka.DefineGroup(goka.Group(group),
 		goka.Input(topicAdEvents, new(codec.Bytes), func(ctx goka.Context, _ any) {
@@ -82,10 +105,9 @@ func bareGoka(ctx context.Context, c kafka.Cluster, group string, want int, hotp
 			ctx.SetValue(c + 1)
 			switch n.Add(1) {
 			case 1:
-				wall.Store(time.Now().UnixNano())
-				cpu.Store(int64(cpuTime()))
+				first.Store(startNow())
 			case int64(want):
-				done <- rate(want, time.Unix(0, wall.Load()), time.Duration(cpu.Load()))
+				done <- first.Load().rate(want)
 			}
 		}),
 		goka.Persist(new(codec.Int64)),

@@ -84,13 +84,12 @@ func Floor(ctx context.Context, cfg Config) (FloorResult, error) {
 func floor(ctx context.Context, c kafka.Cluster, w *workload) (Rate, int, error) {
 	n := w.records()
 	var consumed, emitted, applied atomic.Int64
-	var wall, cpu atomic.Int64
+	var first atomic.Pointer[start]
 	spend, status := make([]byte, floorSpend), make([]byte, floorStatus)
 	agg := goka.DefineGroup("bench-floor-agg",
 		goka.Input(topicAdEvents, new(codec.Bytes), func(ctx goka.Context, msg any) {
 			if consumed.Add(1) == 1 {
-				wall.Store(time.Now().UnixNano())
-				cpu.Store(int64(cpuTime()))
+				first.Store(startNow())
 			}
 			ev, err := contract.DecodeAdEvent(msg.([]byte))
 			if err != nil {
@@ -156,5 +155,5 @@ func floor(ctx context.Context, c kafka.Cluster, w *workload) (Rate, int, error)
 		case <-t.C:
 		}
 	}
-	return rate(n, time.Unix(0, wall.Load()), time.Duration(cpu.Load())), int(emitted.Load()), nil
+	return first.Load().rate(n), int(emitted.Load()), nil
 }

@@ -135,12 +135,16 @@ type Result struct {
 }
 
 // Rate is a throughput: events over wall seconds, and over the CPU seconds
-// the process used meanwhile (the in-process Kafka broker included).
+// the process used meanwhile; AllocsPerEvent is the heap objects the
+// process allocated meanwhile per event, a figure that varies far less
+// from run to run than the rates (both include the in-process Kafka
+// broker).
 type Rate struct {
 	Seconds         float64 `json:"seconds"`
 	EventsPerSec    float64 `json:"events_per_sec"`
 	CPUSeconds      float64 `json:"cpu_seconds"`
 	EventsPerCPUSec float64 `json:"events_per_cpu_sec"`
+	AllocsPerEvent  float64 `json:"allocs_per_event"`
 }
 
 // Latencies of one phase.

@@ -58,7 +58,7 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 	if err != nil {
 		return err
 	}
-	wall, cpu := time.Now(), cpuTime()
+	from := startNow()
 	// The backlog is through when every ad event is consumed and every
 	// window of it emitted and applied by the budget enforcer.
 	err = m.awaitWindows(ctx, w.records(), w.windows)
@@ -66,7 +66,7 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 	if err != nil {
 		return fmt.Errorf("backlog: %w", err)
 	}
-	res.Pipeline = rate(w.records(), wall, cpu)
+	res.Pipeline = from.rate(w.records())
 	res.Windows = int(m.get("hotpair_stage_outputs_total", contract.StageAggregator))
 	res.Wakeups = int(m.get("hotpair_stage_wakeups_total", contract.StageAggregator))
 	if late := m.get("hotpair_late_events_total", contract.StageAggregator); late > 0 {
