@@ -57,12 +57,10 @@ func newRecorder(m *Monitor, retry time.Duration) (*recorder, error) {
 	r := &recorder{id: m.id, topic: m.recordTopic(), cfg: m.cfg.Record, log: m.log, m: m.m, retry: retry}
 	for i, cl := range m.clusters {
 		side := contract.Sides()[i]
-		c, err := kafka.NewClient(cl, "hotpair-monitor-record-"+side.String(), append([]kgo.Opt{
+		c, err := kafka.NewClient(cl, "hotpair-monitor-record-"+side.String(), append(append(kafka.DeliverWithin(recordDeliveryTimeout),
 			kgo.MaxBufferedRecords(recordBuffer),
-			kgo.RecordDeliveryTimeout(recordDeliveryTimeout),
-			kgo.UnknownTopicRetries(-1), // wait for the topic being created
-			kgo.MetadataMaxAge(30 * time.Second),
-		}, m.kopts...)...)
+			kgo.MetadataMaxAge(30*time.Second),
+		), m.kopts...)...)
 		if err != nil {
 			r.close()
 			return nil, err

@@ -108,9 +108,8 @@ func NewIngester(o IngestOptions) (*Ingester, error) {
 			return nil, fmt.Errorf("%w: IngestOptions.Clusters: %q is not a side", ErrInvalidOptions, side)
 		}
 		c := kafka.Cluster{Name: side.String(), Brokers: brokers, Auth: o.KafkaAuth[side]}
-		cl, err := kafka.NewProducer(c, "hotpair-ingest-"+side.String(),
-			kgo.ProducerLinger(2*time.Millisecond), kgo.RecordDeliveryTimeout(o.DeliveryTimeout),
-			kgo.MaxBufferedRecords(10_000))
+		cl, err := kafka.NewProducer(c, "hotpair-ingest-"+side.String(), append(kafka.DeliverWithin(o.DeliveryTimeout),
+			kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(10_000))...)
 		if err != nil {
 			cancel()
 			in.closeClients()

@@ -53,9 +53,8 @@ func senderKey(d contract.DarkTarget) string {
 
 func newSender(d contract.DarkTarget, c Config, m *metrics, log *slog.Logger) (*sender, error) {
 	cluster := kafka.Cluster{Name: "dark " + d.Name, Brokers: d.Brokers, Auth: c.TargetAuth}
-	cl, err := kafka.NewProducer(cluster, "hotpair-dark-dispatch",
-		kgo.MaxBufferedRecords(c.Buffer), kgo.RecordDeliveryTimeout(c.DeliveryTimeout),
-		kgo.ProducerLinger(5*time.Millisecond))
+	cl, err := kafka.NewProducer(cluster, "hotpair-dark-dispatch", append(kafka.DeliverWithin(c.DeliveryTimeout),
+		kgo.MaxBufferedRecords(c.Buffer), kgo.ProducerLinger(5*time.Millisecond))...)
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,16 @@ func NewProducer(c Cluster, clientID string, opts ...kgo.Opt) (*kgo.Client, erro
 	return NewClient(c, clientID, append([]kgo.Opt{GokaPartitioner()}, opts...)...)
 }
 
+// DeliverWithin are the options of a producer whose records wait up to d
+// for their cluster — for a missing topic too, which the daemon that owns
+// it may be creating at this moment (a pipeline started together with the
+// ingester) — and fail after that. Without them franz-go fails a record
+// whose topic its metadata does not know after four tries, in a second or
+// two, however long its delivery timeout.
+func DeliverWithin(d time.Duration) []kgo.Opt {
+	return []kgo.Opt{kgo.RecordDeliveryTimeout(d), kgo.UnknownTopicRetries(-1)}
+}
+
 // ErrNoTopic is returned by ReadRange when the topic does not exist.
 var ErrNoTopic = errors.New("kafka: topic not found")
 
