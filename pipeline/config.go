@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka/kgoka"
 	"github.com/hotpair/hotpair/internal/yamlconf"
@@ -229,6 +231,22 @@ func (c Config) Options() (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
+	return c.options(auth), nil
+}
+
+// KafkaACLs is what the pipeline this valid config runs needs on its
+// cluster (Pipeline.KafkaACLs), without reading the security block's files.
+func (c Config) KafkaACLs() ([]contract.KafkaACL, error) {
+	o := c.options(nil)
+	o.Registerer = prometheus.NewRegistry()
+	p, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	return p.KafkaACLs(), nil
+}
+
+func (c Config) options(auth *contract.KafkaAuth) Options {
 	side, _ := contract.ParseSide(c.Side)
 	role, _ := contract.ParseRole(c.Role)
 	stages := make([]contract.Stage, 0, len(c.Stages))
@@ -246,7 +264,7 @@ func (c Config) Options() (Options, error) {
 		SampleInterval: c.Health.SampleInterval,
 		Pacer:          c.Pacer, Bidder: c.Bidder,
 		Registry: c.registry(),
-	}, nil
+	}
 }
 
 func (c Config) registry() *RegistryOptions {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
@@ -308,6 +309,11 @@ func (p *Pipeline) ensureTopics(ctx context.Context) error {
 		}
 		if errors.Is(err, kafka.ErrPartitionMismatch) {
 			return fmt.Errorf("pipeline: %w", err)
+		}
+		if errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) {
+			// Not transient: an operator must grant it.
+			return fmt.Errorf("pipeline: %w: grant the pipeline's principal Create on its missing topics "+
+				"(hotpair config acls), or create them and set topics.create: false", err)
 		}
 		p.log.Warn("creating topics; retrying", "err", err, "backoff", backoff)
 		select {

@@ -53,9 +53,9 @@ type TopicSpec struct {
 }
 
 // EnsureTopics creates the topics that do not exist yet, with partitions and
-// replication, compacted where asked. Existing topics are left alone; a
-// partition count that differs from the requested one is an error, because
-// goka joins need co-partitioned topics.
+// replication, compacted where asked. Existing topics are left alone (and
+// need no Create permission); a partition count that differs from the
+// requested one is an error, because goka joins need co-partitioned topics.
 func EnsureTopics(ctx context.Context, c Cluster, partitions int32, replication int16, specs ...TopicSpec) error {
 	cl, err := NewClient(c, "")
 	if err != nil {
@@ -64,6 +64,20 @@ func EnsureTopics(ctx context.Context, c Cluster, partitions int32, replication 
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	for _, s := range specs {
+		// One topic at a time: kadm fails a listing as a whole when one of
+		// its topics is refused, and a topic the principal may not describe
+		// is one to create (or to be refused creating, which says what to
+		// grant).
+		listed, err := adm.ListTopics(ctx, s.Name)
+		if err != nil && !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			return fmt.Errorf("kafka: looking up topic %s: %w", s.Name, err)
+		}
+		if td, ok := listed[s.Name]; ok && err == nil && td.Err == nil {
+			if err := samePartitions(s.Name, td, partitions); err != nil {
+				return err
+			}
+			continue
+		}
 		cfg := map[string]*string{}
 		for k, v := range s.Config {
 			cfg[k] = &v
@@ -76,7 +90,7 @@ func EnsureTopics(ctx context.Context, c Cluster, partitions int32, replication 
 		if err == nil {
 			err = resp.Err
 		}
-		if errors.Is(err, kerr.TopicAlreadyExists) {
+		if errors.Is(err, kerr.TopicAlreadyExists) { // created meanwhile
 			err = checkPartitions(ctx, adm, s.Name, partitions)
 		}
 		if err != nil {
@@ -91,9 +105,12 @@ func checkPartitions(ctx context.Context, adm *kadm.Client, topic string, want i
 	if err != nil {
 		return err
 	}
-	got := int32(len(td[topic].Partitions))
-	if got != want {
-		return fmt.Errorf("%w: topic exists with %d partitions, want %d (all pipeline topics must be co-partitioned)", ErrPartitionMismatch, got, want)
+	return samePartitions(topic, td[topic], want)
+}
+
+func samePartitions(topic string, td kadm.TopicDetail, want int32) error {
+	if got := int32(len(td.Partitions)); got != want {
+		return fmt.Errorf("%w: topic %s exists with %d partitions, want %d (all pipeline topics must be co-partitioned)", ErrPartitionMismatch, topic, got, want)
 	}
 	return nil
 }
