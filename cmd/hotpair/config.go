@@ -26,6 +26,9 @@ type configKind struct {
 	// check loads the file as its daemon does at start and returns every
 	// problem (errors.Join of several is reported one per line).
 	check func(path string) error
+	// acls, if set, returns the Kafka ACLs the daemon needs, per cluster
+	// (`config acls`).
+	acls func(path string) ([]aclSet, error)
 }
 
 var configKinds = []configKind{
@@ -40,7 +43,8 @@ var configKinds = []configKind{
 			}
 			_, err = c.Options() // reads the files the Kafka security block names
 			return err
-		}},
+		},
+		acls: pipelineACLs},
 	{name: "monitor", keys: []string{"clusters", "services", "history", "window", "rules", "decision", "stagger", "id"},
 		check: func(path string) error {
 			c, err := monitor.LoadConfig(path)
@@ -88,11 +92,15 @@ type checkable struct {
 }
 
 func runConfig(ctx context.Context, a *app, args []string) int {
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(a.stderr, "usage: hotpair config check [--kind KIND] FILE... [-- COMMAND [ARGS...]]")
-		return 2
+	switch {
+	case len(args) > 0 && args[0] == "check":
+		return configCheck(ctx, a, args[1:])
+	case len(args) > 0 && args[0] == "acls":
+		return configACLs(a, args[1:])
 	}
-	return configCheck(ctx, a, args[1:])
+	fmt.Fprintln(a.stderr, "usage: hotpair config check [--kind KIND] FILE... [-- COMMAND [ARGS...]]\n"+
+		"       hotpair config acls [--kind KIND] [--principal User:NAME] FILE...")
+	return 2
 }
 
 // configCheck is "hotpair config check": every file (and the command line

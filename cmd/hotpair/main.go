@@ -32,7 +32,7 @@ var commands = []command{
 	{"history", "print what the monitor decided and why (switches with their evidence), from the decision record in Kafka", runHistory},
 	{"override", "pin a service to a side until an expiry ('set'), or end the pin ('clear')", runOverride},
 	{"gate", "the rollout gate from ZooKeeper: may a side be deployed now? (exit 0 yes, 1 no)", runGate},
-	{"config", "check config files ('config check FILE...'): every problem, named", runConfig},
+	{"config", "check config files ('config check FILE...'): every problem, named; print the Kafka ACLs a daemon needs ('config acls FILE...')", runConfig},
 	{"sandbox", "run the whole system in one process, inject faults, run failure scenarios", runSandbox},
 	{"fault", "inject, heal and list faults in a running sandbox", runFault},
 	{"zookeeper", "run a local Apache ZooKeeper server on a free loopback port (development)", runZookeeper},

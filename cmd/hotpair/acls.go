@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/pipeline"
+)
+
+// aclSet is what a daemon's Kafka principal needs on one cluster.
+type aclSet struct {
+	// cluster names the cluster as the config does ("the primary
+	// cluster", "each side's cluster", "dark target dark-a").
+	cluster string
+	acls    []contract.KafkaACL
+}
+
+// pipelineACLs are the ACLs of the pipeline a config file runs.
+func pipelineACLs(path string) ([]aclSet, error) {
+	c, err := pipeline.LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	acls, err := c.KafkaACLs()
+	if err != nil {
+		return nil, err
+	}
+	return []aclSet{{cluster: "the " + c.Side + " cluster (" + strings.Join(c.Brokers, ",") + ")", acls: acls}}, nil
+}
+
+// configACLs is "hotpair config acls": the Kafka ACLs the daemon that each
+// file configures needs, as kafka-acls.sh commands. Exit 0: printed; 1: a
+// file is bad; 2: usage.
+func configACLs(a *app, args []string) int {
+	var kinds []string
+	for _, k := range configKinds {
+		if k.acls != nil {
+			kinds = append(kinds, k.name)
+		}
+	}
+	fs := newFlags(a, "config acls", "config acls [--kind "+strings.Join(kinds, "|")+"] [--principal User:NAME] FILE...\n\n"+
+		"Prints the Kafka ACLs the daemon each FILE configures needs on each cluster it uses, as kafka-acls.sh\n"+
+		"commands for its principal (docs/security.md):\n"+
+		"  hotpair config acls --principal User:hotpair-pipeline primary.yml")
+	kind := fs.String("kind", "", "the kind of every FILE: "+strings.Join(kinds, ", ")+" (default: told from its keys)")
+	principal := fs.String("principal", "", "the principal the daemon authenticates as (default User:hotpair-KIND)")
+	files, code, done := parseInterleaved(fs, args)
+	if done {
+		return code
+	}
+	if len(files) == 0 {
+		return usageError(fs, a.stderr, "name at least one FILE")
+	}
+	if *kind != "" && !slices.Contains(kinds, *kind) {
+		return usageError(fs, a.stderr, "--kind %q is not one of %s", *kind, strings.Join(kinds, ", "))
+	}
+	if *principal != "" && !strings.Contains(*principal, ":") {
+		return usageError(fs, a.stderr, "--principal %q: want TYPE:NAME, e.g. User:hotpair-pipeline", *principal)
+	}
+	bad := 0
+	for _, f := range files {
+		k, err := kindOf(f, *kind)
+		if err == nil && k.acls == nil {
+			err = fmt.Errorf("a %s uses no Kafka ACLs of its own (see docs/security.md)", k.name)
+		}
+		var sets []aclSet
+		if err == nil {
+			sets, err = k.acls(f)
+		}
+		if err != nil {
+			bad += report(a, "?", f, err)
+			continue
+		}
+		p := *principal
+		if p == "" {
+			p = "User:hotpair-" + k.name
+		}
+		for _, s := range sets {
+			fmt.Fprintf(a.stdout, "# %s %s: on %s\n", k.name, f, s.cluster)
+			for _, line := range kafkaACLsLines(s.acls) {
+				fmt.Fprintf(a.stdout, "kafka-acls.sh --bootstrap-server \"$BOOTSTRAP\" --add --allow-principal %s %s\n", p, line)
+			}
+		}
+	}
+	if bad > 0 {
+		return 1
+	}
+	return 0
+}
+
+// kafkaACLsLines are acls (sorted) as kafka-acls.sh options, one line per
+// resource with all of its operations.
+func kafkaACLsLines(acls []contract.KafkaACL) []string {
+	var out []string
+	for i := 0; i < len(acls); {
+		a := acls[i]
+		line := a.String()
+		for i++; i < len(acls) && acls[i].Resource == a.Resource && acls[i].Pattern == a.Pattern && acls[i].Name == a.Name; i++ {
+			line += " --operation " + acls[i].Operation
+		}
+		out = append(out, line)
+	}
+	return out
+}
