@@ -25,15 +25,24 @@ type cluster struct {
 func newCluster(t testing.TB, prefix string) *cluster {
 	t.Helper()
 	c := kafkatest.Cluster(t)
+	cl := withOutputTopics(t, kafka.Cluster{Brokers: c.ListenAddrs()}, prefix)
+	cl.c = c
+	return cl
+}
+
+// withOutputTopics creates the output topics on the cluster k reaches (as
+// the pipelines would) and returns a producer of it.
+func withOutputTopics(t testing.TB, k kafka.Cluster, prefix string) *cluster {
+	t.Helper()
 	topics := contract.TopicsWithPrefix(prefix)
-	err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: c.ListenAddrs()}, 3, 1,
+	err := kafka.EnsureTopics(t.Context(), k, 3, 1,
 		kafka.TopicSpec{Name: topics.BudgetStatus, Compacted: true},
 		kafka.TopicSpec{Name: topics.Pacing, Compacted: true},
 		kafka.TopicSpec{Name: topics.BidMultipliers, Compacted: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{t: t, c: c, cl: kafkatest.Client(t, c.ListenAddrs()), topics: topics}
+	return &cluster{t: t, cl: kafkatest.ClientOf(t, k), topics: topics}
 }
 
 func (c *cluster) produce(topic, key string, v any) {
@@ -77,12 +86,19 @@ func (c *cluster) multiplier(campaign string, m float64) {
 // runViews starts views of the two clusters, stopped at cleanup.
 func runViews(t testing.TB, primary, standby *cluster, prefix string) (*Views, *prometheus.Registry) {
 	t.Helper()
+	return startViews(t, WithCluster(contract.Primary, primary.c.ListenAddrs()...), WithCluster(contract.Standby, standby.c.ListenAddrs()...),
+		WithTopicPrefix(prefix))
+}
+
+// startViews starts views configured by opts and the tests' short
+// intervals, stopped at cleanup.
+func startViews(t testing.TB, opts ...ViewsOption) (*Views, *prometheus.Registry) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	v, err := NewViews(WithCluster(contract.Primary, primary.c.ListenAddrs()...), WithCluster(contract.Standby, standby.c.ListenAddrs()...),
-		WithTopicPrefix(prefix), WithLagInterval(100*time.Millisecond),
+	v, err := NewViews(append([]ViewsOption{WithLagInterval(100 * time.Millisecond),
 		WithKafkaOptions(contract.Primary, kgo.FetchMaxWait(200*time.Millisecond)),
 		WithKafkaOptions(contract.Standby, kgo.FetchMaxWait(200*time.Millisecond)),
-		WithRegisterer(reg), WithLogger(testLogger(t)))
+		WithRegisterer(reg), WithLogger(testLogger(t))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
