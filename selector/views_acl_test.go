@@ -124,3 +124,64 @@ func TestViewsWorkWithExactlyTheirACLs(t *testing.T) {
 		}
 	}
 }
+
+// Without Read on one output topic, the views serve the others, and the
+// lag report and metrics tell the operator which topic is refused.
+func TestViewsMissingAnACLSayWhichTopic(t *testing.T) {
+	const prefix = "acl."
+	acls := ViewsKafkaACLs(prefix)
+	denied := contract.TopicsWithPrefix(prefix).Pacing
+	partial := slices.DeleteFunc(slices.Clone(acls), func(a contract.KafkaACL) bool {
+		return a.Resource == contract.ResourceTopic && a.Name == denied && a.Operation == contract.OpRead
+	})
+	if len(partial) != len(acls)-1 {
+		t.Fatalf("removing Read on %s from %v left %v", denied, acls, partial)
+	}
+	p, pAs := authorizedSide(t, prefix, acls)
+	s, sAs := authorizedSide(t, prefix, partial)
+	writeOutputs(p, s)
+	v, r, metric := startAuthorizedViews(t, prefix, pAs, sAs)
+
+	waitUntil(t, &v.changes, 15*time.Second, "the refused topic is reported, the others caught up", func() bool {
+		if metric("hotpair_view_fetch_errors_total", "side", "standby") == 0 {
+			return false // the refused fetches are counted
+		}
+		for _, l := range r.Lag() {
+			if l.Side == "standby" && l.Topic == denied {
+				if !strings.Contains(l.Error, "TOPIC_AUTHORIZATION_FAILED") || l.CaughtUpOnce {
+					return false
+				}
+			} else if !l.CaughtUp || l.Error != "" {
+				return false
+			}
+		}
+		return true
+	})
+	if v.CaughtUp(contract.Standby) {
+		t.Error("the standby views say they caught up without reading " + denied)
+	}
+	if got := metric("hotpair_view_caught_up_once", "side", "standby", "topic", denied); got != 0 {
+		t.Errorf("caught_up_once{standby,%s} = %v, want 0", denied, got)
+	}
+	if got := metric("hotpair_view_fetch_errors_total", "side", "primary"); got != 0 {
+		t.Errorf("fetch errors on the primary = %v, want 0", got)
+	}
+
+	// What the retriever sees: the standby's other tables, and for the
+	// refused one the primary's value, as a fallback.
+	for _, c := range []struct {
+		svc  contract.Service
+		want func(Answer) bool
+	}{
+		{contract.ServiceBudget, func(a Answer) bool { return a.From == contract.Standby && a.Status == StateDailyCapped }},
+		{contract.ServiceBidder, func(a Answer) bool { return a.From == contract.Standby && a.Multiplier == 1.5 }},
+		{contract.ServicePacer, func(a Answer) bool { return a.Fallback() && a.From == contract.Primary && a.Rate == 0.5 }},
+	} {
+		if a := v.Get(c.svc, "c1", contract.Standby); !c.want(a) {
+			t.Errorf("Get(%s, c1, standby) = %+v", c.svc, a)
+		}
+	}
+	if got := metric("hotpair_view_records_total", "side", "standby", "topic", denied); got != 0 {
+		t.Errorf("records{standby,%s} = %v, want 0", denied, got)
+	}
+}
