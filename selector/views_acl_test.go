@@ -62,16 +62,6 @@ func startAuthorizedViews(t *testing.T, prefix string, primary, standby kafka.Cl
 	return v, r, func(name string, labels ...string) float64 { return metricValue(t, reg, name, labels...) }
 }
 
-// writeOutputs writes campaign c1's three values, different on each side.
-func writeOutputs(p, s *cluster) {
-	p.status("c1", contract.StatusActive)
-	s.status("c1", contract.StatusDailyCapped)
-	p.pacing("c1", 0.5)
-	s.pacing("c1", 0.7)
-	p.multiplier("c1", 1.25)
-	s.multiplier("c1", 1.5)
-}
-
 // A views user holding exactly ViewsKafkaACLs on each cluster reads both
 // clusters' outputs and measures their lag without a single authorization
 // error.
@@ -86,22 +76,7 @@ func TestViewsWorkWithExactlyTheirACLs(t *testing.T) {
 		return v.CaughtUp(contract.Primary) && v.CaughtUp(contract.Standby)
 	})
 
-	for _, c := range []struct {
-		svc  contract.Service
-		side contract.Side
-		want func(Answer) bool
-	}{
-		{contract.ServiceBudget, contract.Primary, func(a Answer) bool { return a.Status == StateActive }},
-		{contract.ServiceBudget, contract.Standby, func(a Answer) bool { return a.Status == StateDailyCapped }},
-		{contract.ServicePacer, contract.Primary, func(a Answer) bool { return a.Rate == 0.5 }},
-		{contract.ServicePacer, contract.Standby, func(a Answer) bool { return a.Rate == 0.7 }},
-		{contract.ServiceBidder, contract.Primary, func(a Answer) bool { return a.Multiplier == 1.25 }},
-		{contract.ServiceBidder, contract.Standby, func(a Answer) bool { return a.Multiplier == 1.5 }},
-	} {
-		if a := v.Get(c.svc, "c1", c.side); !a.Found || a.From != c.side || !c.want(a) {
-			t.Errorf("Get(%s, c1, %s) = %+v", c.svc, c.side, a)
-		}
-	}
+	checkOutputs(t, v)
 	// Written while the views run: they keep following.
 	s.pacing("c1", 0.25)
 	waitUntil(t, &v.changes, 10*time.Second, "the update arrives", func() bool {

@@ -114,19 +114,20 @@ func startViews(t testing.TB, opts ...ViewsOption) (*Views, *prometheus.Registry
 	return v, reg
 }
 
-func TestViewsAnswerFromBothClusters(t *testing.T) {
-	const prefix = "t1."
-	p, s := newCluster(t, prefix), newCluster(t, prefix)
-	// Written before the views start: they must read from the start.
+// writeOutputs writes campaign c1's three values, different on each side.
+func writeOutputs(p, s *cluster) {
 	p.status("c1", contract.StatusActive)
 	s.status("c1", contract.StatusDailyCapped)
 	p.pacing("c1", 0.5)
 	s.pacing("c1", 0.7)
 	p.multiplier("c1", 1.25)
 	s.multiplier("c1", 1.5)
-	v, reg := runViews(t, p, s, prefix)
-	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(contract.Primary) && v.CaughtUp(contract.Standby) })
+}
 
+// checkOutputs checks that each side answers the values writeOutputs wrote
+// to it.
+func checkOutputs(t testing.TB, v *Views) {
+	t.Helper()
 	for _, c := range []struct {
 		svc  contract.Service
 		side contract.Side
@@ -144,6 +145,16 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 			t.Errorf("Get(%s, c1, %s) = %+v", c.svc, c.side, a)
 		}
 	}
+}
+
+func TestViewsAnswerFromBothClusters(t *testing.T) {
+	const prefix = "t1."
+	p, s := newCluster(t, prefix), newCluster(t, prefix)
+	writeOutputs(p, s) // before the views start: they must read from the start
+	v, reg := runViews(t, p, s, prefix)
+	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(contract.Primary) && v.CaughtUp(contract.Standby) })
+
+	checkOutputs(t, v)
 	if a := v.Get(contract.ServiceBudget, "c1", contract.Primary); !a.Day.Equal(time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("budget day = %v", a.Day)
 	}
