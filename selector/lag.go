@@ -139,6 +139,15 @@ func (l *lagTracker) measured(serviceOf func(string) contract.Service, starts, e
 	}
 }
 
+// topicFailed records an error fetching svc's topic (such as Read refused
+// on it), until the next measurement of the topic succeeds.
+func (l *lagTracker) topicFailed(svc contract.Service, err error) {
+	defer l.changes.Notify()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.topics[svc].err = err.Error()
+}
+
 // failed records a failed request to the cluster.
 func (l *lagTracker) failed(err error) {
 	defer l.changes.Notify()

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -52,7 +54,11 @@ func (sv *sideView) run(ctx context.Context) error {
 		}
 		fs.EachError(func(topic string, p int32, err error) {
 			sv.m.fetchErrors[sv.side].Inc()
-			sv.lag.failed(err)
+			if svc := sv.serviceOf(topic); svc != 0 {
+				sv.lag.topicFailed(svc, err) // e.g. Read refused on this topic
+			} else {
+				sv.lag.failed(err)
+			}
 			sv.log.Debug("views: fetch error", "topic", topic, "partition", p, "err", err)
 		})
 		fs.EachPartition(sv.applyPartition)
@@ -177,11 +183,13 @@ func (sv *sideView) measureLoop(ctx context.Context, adm *kadm.Client) {
 func (sv *sideView) measure(ctx context.Context, adm *kadm.Client) {
 	ctx, cancel := context.WithTimeout(ctx, max(sv.lagInterval, 2*time.Second))
 	defer cancel()
-	topics := []string{sv.topics[contract.ServiceBudget], sv.topics[contract.ServicePacer], sv.topics[contract.ServiceBidder]}
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	var ends kadm.ListedOffsets
-	if err == nil {
-		ends, err = adm.ListEndOffsets(ctx, topics...)
+	topics := sv.topics[1:]
+	starts, ends, err := listOffsets(ctx, adm, topics...)
+	if errors.Is(err, kerr.TopicAuthorizationFailed) {
+		// kadm fails the whole listing when one topic is refused: list
+		// them one by one, so that the others are still measured and the
+		// refused one is reported as such.
+		starts, ends, err = listEach(ctx, adm, topics)
 	}
 	if err != nil {
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -193,4 +201,35 @@ func (sv *sideView) measure(ctx context.Context, adm *kadm.Client) {
 	// Per-partition errors (e.g. a topic that does not exist yet) are
 	// reported per topic by the tracker.
 	sv.lag.measured(sv.serviceOf, starts, ends, sv.now())
+}
+
+// listOffsets lists the start and end offsets of topics.
+func listOffsets(ctx context.Context, adm *kadm.Client, topics ...string) (starts, ends kadm.ListedOffsets, err error) {
+	if starts, err = adm.ListStartOffsets(ctx, topics...); err != nil {
+		return nil, nil, err
+	}
+	if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil {
+		return nil, nil, err
+	}
+	return starts, ends, nil
+}
+
+// listEach is listOffsets topic by topic; a topic the user may not
+// describe gets its error as its only end offset, as kadm reports a topic
+// that does not exist.
+func listEach(ctx context.Context, adm *kadm.Client, topics []string) (starts, ends kadm.ListedOffsets, err error) {
+	starts, ends = kadm.ListedOffsets{}, kadm.ListedOffsets{}
+	for _, topic := range topics {
+		s, e, err := listOffsets(ctx, adm, topic)
+		switch {
+		case errors.Is(err, kerr.TopicAuthorizationFailed):
+			ends[topic] = map[int32]kadm.ListedOffset{-1: {Topic: topic, Partition: -1, Err: err}}
+		case err != nil:
+			return nil, nil, err
+		default:
+			maps.Copy(starts, s)
+			maps.Copy(ends, e)
+		}
+	}
+	return starts, ends, nil
 }

@@ -103,20 +103,42 @@ func NewViews(opts ...ViewsOption) (*Views, error) {
 	}
 	v := &Views{cfg: c, keys: newKeyIndex()}
 	v.m = newViewsMetrics(c.reg, v)
-	topics := contract.TopicsWithPrefix(c.prefix)
 	for _, side := range []contract.Side{contract.Primary, contract.Standby} {
 		sv := &sideView{
 			side: side, cluster: kafka.Cluster{Name: side.String(), Brokers: c.brokers[side], Auth: c.kafkaAuth[side]}, kopts: c.kafkaOpts[side],
 			keys: v.keys, m: v.m, lagInterval: c.lagInterval, now: c.now,
-			log: c.logger.With("component", "views", "side", side.String()),
-		}
-		for _, svc := range contract.Services() {
-			sv.topics[svc] = topics.Output(svc.Stage())
+			log:    c.logger.With("component", "views", "side", side.String()),
+			topics: outputTopics(c.prefix),
 		}
 		sv.lag = newLagTracker(sv.topics, c.now(), &v.changes)
 		v.sides[side] = sv
 	}
 	return v, nil
+}
+
+// ViewsKafkaACLs returns the ACLs the user of Views needs on each of the
+// two clusters, for the topic prefix of WithTopicPrefix: Read on the three
+// output topics (budget-status, pacing, bid-multipliers), named literally,
+// sorted (contract.SortACLs). Kafka grants Describe with Read, and Describe
+// is all the views need besides: the metadata of the topics, and the start
+// and end offsets they measure for the lag report (ListOffsets). They use no
+// consumer group (they assign every partition themselves and commit
+// nothing), create no topic and produce nothing, so they need no group,
+// Write, Create or cluster ACL.
+func ViewsKafkaACLs(prefix string) []contract.KafkaACL {
+	topics := outputTopics(prefix)
+	return contract.SortACLs(contract.TopicACLs(topics[1:], contract.OpRead))
+}
+
+// outputTopics are the names of the output topics the views consume,
+// indexed by Service.
+func outputTopics(prefix string) [contract.NumServices + 1]string {
+	names := contract.TopicsWithPrefix(prefix)
+	var topics [contract.NumServices + 1]string
+	for _, svc := range contract.Services() {
+		topics[svc] = names.Output(svc.Stage())
+	}
+	return topics
 }
 
 // Run consumes both clusters until ctx is done. A cluster that is down is

@@ -25,15 +25,24 @@ type cluster struct {
 func newCluster(t testing.TB, prefix string) *cluster {
 	t.Helper()
 	c := kafkatest.Cluster(t)
+	cl := withOutputTopics(t, kafka.Cluster{Brokers: c.ListenAddrs()}, prefix)
+	cl.c = c
+	return cl
+}
+
+// withOutputTopics creates the output topics on the cluster k reaches (as
+// the pipelines would) and returns a producer of it.
+func withOutputTopics(t testing.TB, k kafka.Cluster, prefix string) *cluster {
+	t.Helper()
 	topics := contract.TopicsWithPrefix(prefix)
-	err := kafka.EnsureTopics(t.Context(), kafka.Cluster{Brokers: c.ListenAddrs()}, 3, 1,
+	err := kafka.EnsureTopics(t.Context(), k, 3, 1,
 		kafka.TopicSpec{Name: topics.BudgetStatus, Compacted: true},
 		kafka.TopicSpec{Name: topics.Pacing, Compacted: true},
 		kafka.TopicSpec{Name: topics.BidMultipliers, Compacted: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{t: t, c: c, cl: kafkatest.Client(t, c.ListenAddrs()), topics: topics}
+	return &cluster{t: t, cl: kafkatest.ClientOf(t, k), topics: topics}
 }
 
 func (c *cluster) produce(topic, key string, v any) {
@@ -77,12 +86,19 @@ func (c *cluster) multiplier(campaign string, m float64) {
 // runViews starts views of the two clusters, stopped at cleanup.
 func runViews(t testing.TB, primary, standby *cluster, prefix string) (*Views, *prometheus.Registry) {
 	t.Helper()
+	return startViews(t, WithCluster(contract.Primary, primary.c.ListenAddrs()...), WithCluster(contract.Standby, standby.c.ListenAddrs()...),
+		WithTopicPrefix(prefix))
+}
+
+// startViews starts views configured by opts and the tests' short
+// intervals, stopped at cleanup.
+func startViews(t testing.TB, opts ...ViewsOption) (*Views, *prometheus.Registry) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	v, err := NewViews(WithCluster(contract.Primary, primary.c.ListenAddrs()...), WithCluster(contract.Standby, standby.c.ListenAddrs()...),
-		WithTopicPrefix(prefix), WithLagInterval(100*time.Millisecond),
+	v, err := NewViews(append([]ViewsOption{WithLagInterval(100 * time.Millisecond),
 		WithKafkaOptions(contract.Primary, kgo.FetchMaxWait(200*time.Millisecond)),
 		WithKafkaOptions(contract.Standby, kgo.FetchMaxWait(200*time.Millisecond)),
-		WithRegisterer(reg), WithLogger(testLogger(t)))
+		WithRegisterer(reg), WithLogger(testLogger(t))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,19 +114,20 @@ func runViews(t testing.TB, primary, standby *cluster, prefix string) (*Views, *
 	return v, reg
 }
 
-func TestViewsAnswerFromBothClusters(t *testing.T) {
-	const prefix = "t1."
-	p, s := newCluster(t, prefix), newCluster(t, prefix)
-	// Written before the views start: they must read from the start.
+// writeOutputs writes campaign c1's three values, different on each side.
+func writeOutputs(p, s *cluster) {
 	p.status("c1", contract.StatusActive)
 	s.status("c1", contract.StatusDailyCapped)
 	p.pacing("c1", 0.5)
 	s.pacing("c1", 0.7)
 	p.multiplier("c1", 1.25)
 	s.multiplier("c1", 1.5)
-	v, reg := runViews(t, p, s, prefix)
-	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(contract.Primary) && v.CaughtUp(contract.Standby) })
+}
 
+// checkOutputs checks that each side answers the values writeOutputs wrote
+// to it.
+func checkOutputs(t testing.TB, v *Views) {
+	t.Helper()
 	for _, c := range []struct {
 		svc  contract.Service
 		side contract.Side
@@ -128,6 +145,16 @@ func TestViewsAnswerFromBothClusters(t *testing.T) {
 			t.Errorf("Get(%s, c1, %s) = %+v", c.svc, c.side, a)
 		}
 	}
+}
+
+func TestViewsAnswerFromBothClusters(t *testing.T) {
+	const prefix = "t1."
+	p, s := newCluster(t, prefix), newCluster(t, prefix)
+	writeOutputs(p, s) // before the views start: they must read from the start
+	v, reg := runViews(t, p, s, prefix)
+	waitUntil(t, &v.changes, 15*time.Second, "both sides caught up", func() bool { return v.CaughtUp(contract.Primary) && v.CaughtUp(contract.Standby) })
+
+	checkOutputs(t, v)
 	if a := v.Get(contract.ServiceBudget, "c1", contract.Primary); !a.Day.Equal(time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("budget day = %v", a.Day)
 	}
