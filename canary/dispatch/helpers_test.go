@@ -41,24 +41,38 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	e := newZKEnv(t)
+	e.live = kafkatest.Cluster(t).ListenAddrs()
+	createTopics(t, e.live, "")
+	return e
+}
+
+// newZKEnv is newEnv without the live cluster, for a test that starts its
+// own and sets live.
+func newZKEnv(t *testing.T) *env {
+	t.Helper()
 	addr := zktest.Addr(t)
 	e := &env{t: t, zk: addr, paths: contract.NewPaths(fmt.Sprintf("/dispatch-test/%s-%08x", t.Name(), rand.Uint32()))}
 	e.op = zktest.Conn(t, addr, operator)
 	if err := zkutil.EnsurePath(e.op, path.Dir(e.paths.Root), zkutil.OpenACL()); err != nil {
 		t.Fatal(err)
 	}
-	e.live = kafkatest.Cluster(t).ListenAddrs()
-	createTopics(t, e.live, "")
 	return e
 }
 
 // createTopics creates ad-events and budgets with prefix on a cluster.
 func createTopics(t testing.TB, brokers []string, prefix string) {
 	t.Helper()
+	createTopicsOn(t, kafka.Cluster{Brokers: brokers}, prefix)
+}
+
+// createTopicsOn is createTopics on a cluster with its security settings.
+func createTopicsOn(t testing.TB, c kafka.Cluster, prefix string) {
+	t.Helper()
 	tp := contract.TopicsWithPrefix(prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafka.EnsureTopics(ctx, kafka.Cluster{Brokers: brokers}, 4, 1,
+	if err := kafka.EnsureTopics(ctx, c, 4, 1,
 		kafka.TopicSpec{Name: tp.AdEvents}, kafka.TopicSpec{Name: tp.Budgets, Compacted: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -180,17 +194,29 @@ func newWorkload(n, perCamp int) *workload {
 // budgets writes every campaign's budget row to the live side.
 func (w *workload) budgets(t testing.TB, brokers []string) {
 	t.Helper()
+	w.budgetsTo(t, kafka.Cluster{Brokers: brokers})
+}
+
+// budgetsTo is budgets on a live cluster with its security settings.
+func (w *workload) budgetsTo(t testing.TB, c kafka.Cluster) {
+	t.Helper()
 	var recs []*kgo.Record
 	for _, c := range w.campaigns {
 		b, _ := contract.Encode(contract.Budget{V: 1, Campaign: c, Advertiser: "adv", DailyMicros: 1 << 40, Timezone: "UTC"})
 		recs = append(recs, &kgo.Record{Topic: "budgets", Key: []byte(c), Value: b})
 	}
-	produce(t, brokers, recs)
+	produce(t, c, recs)
 }
 
 // events writes one round of perCamp events per campaign and returns their
 // ids by campaign.
 func (w *workload) events(t testing.TB, brokers []string) map[string][]string {
+	t.Helper()
+	return w.eventsTo(t, kafka.Cluster{Brokers: brokers})
+}
+
+// eventsTo is events on a live cluster with its security settings.
+func (w *workload) eventsTo(t testing.TB, c kafka.Cluster) map[string][]string {
 	t.Helper()
 	w.round++
 	ids := map[string][]string{}
@@ -205,15 +231,15 @@ func (w *workload) events(t testing.TB, brokers []string) map[string][]string {
 			ids[c] = append(ids[c], id)
 		}
 	}
-	produce(t, brokers, recs)
+	produce(t, c, recs)
 	return ids
 }
 
-func produce(t testing.TB, brokers []string, recs []*kgo.Record) {
+func produce(t testing.TB, c kafka.Cluster, recs []*kgo.Record) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafkatest.Client(t, brokers).ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := kafkatest.ClientOf(t, c).ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 const (
 	dropBufferFull     = "buffer_full"     // the target's producer buffer was full (slow or dead target)
 	dropDeliveryFailed = "delivery_failed" // the target did not acknowledge within the delivery timeout
+	dropNotAuthorized  = "not_authorized"  // the target's cluster refused the dispatcher's user (a missing ACL, TargetKafkaACLs)
 	dropUndecodable    = "undecodable"     // a clone or repeat of a record the contract's codec rejects
 	dropCloneID        = "clone_id"        // a clone's id would exceed 128 bytes
 	dropOverRate       = "over_rate"       // a constant target's queue was full: live sent more than its rate

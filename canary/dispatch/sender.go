@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
@@ -34,6 +35,7 @@ type sender struct {
 	sentEvents, sentBudgets prometheus.Counter
 	dropped                 *prometheus.CounterVec // reason
 	buffered                prometheus.Gauge
+	refusals                errorLog // used by delivered only
 
 	feed   *constantFeed // constant targets only
 	cancel context.CancelFunc
@@ -71,7 +73,7 @@ func newSender(d contract.DarkTarget, c Config, m *metrics, log *slog.Logger) (*
 		buffered:    m.buffered.WithLabelValues(d.Name),
 		done:        make(chan struct{}),
 	}
-	for _, r := range []string{dropBufferFull, dropDeliveryFailed, dropUndecodable, dropCloneID, dropOverRate, dropTopicRefused} {
+	for _, r := range []string{dropBufferFull, dropDeliveryFailed, dropNotAuthorized, dropUndecodable, dropCloneID, dropOverRate, dropTopicRefused} {
 		s.dropped.WithLabelValues(r) // every reason shows, at 0
 	}
 	return s, nil
@@ -94,6 +96,10 @@ func (s *sender) delivered(r *kgo.Record, err error) {
 	case errors.Is(err, kafka.ErrTopicRefused):
 		s.dropped.WithLabelValues(dropTopicRefused).Inc()
 		s.log.Error("refused a copy to a topic outside the target's prefix; it was not sent", "topic", r.Topic, "err", err)
+	case notAuthorized(err):
+		s.dropped.WithLabelValues(dropNotAuthorized).Inc()
+		s.refusals.note(s.log, "the target's cluster refused a copy: grant the ACLs of dispatch.TargetKafkaACLs",
+			r.Topic, r.Partition, err)
 	case err != nil:
 		s.dropped.WithLabelValues(dropDeliveryFailed).Inc()
 	case r.Topic == s.topics.events:
@@ -101,6 +107,14 @@ func (s *sender) delivered(r *kgo.Record, err error) {
 	default:
 		s.sentBudgets.Inc()
 	}
+}
+
+// notAuthorized reports whether err is the target's cluster refusing the
+// dispatcher's user an operation: an ACL is missing. (An idempotent
+// producer on a broker before Kafka 3.0 without IdempotentWrite on the
+// cluster gets ClusterAuthorizationFailed.)
+func notAuthorized(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed)
 }
 
 // drop counts a copy that could not be made.

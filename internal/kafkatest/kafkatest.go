@@ -94,9 +94,15 @@ func Latest(t testing.TB, brokers []string, topic string) map[string][]byte {
 // offsets as of the call, in partition order.
 func UpToEnd(t testing.TB, brokers []string, topic string) []*kgo.Record {
 	t.Helper()
+	return UpToEndOf(t, kafka.Cluster{Brokers: brokers}, topic)
+}
+
+// UpToEndOf is UpToEnd for a cluster with its security settings.
+func UpToEndOf(t testing.TB, c kafka.Cluster, topic string) []*kgo.Record {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admCl := Client(t, brokers)
+	admCl := ClientOf(t, c)
 	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatalf("end offsets of %s: %v", topic, err)
@@ -112,7 +118,7 @@ func UpToEnd(t testing.TB, brokers []string, topic string) []*kgo.Record {
 	if remaining == 0 {
 		return nil
 	}
-	cl := Client(t, brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: want}))
+	cl := ClientOf(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: want}))
 	var out []*kgo.Record
 	done := make(map[int32]bool)
 	for len(done) < remaining {

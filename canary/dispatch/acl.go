@@ -1,0 +1,43 @@
+package dispatch
+
+import (
+	"github.com/hotpair/hotpair/contract"
+)
+
+// LiveKafkaACLs are the ACLs the dispatcher's Kafka user needs on the live
+// side's cluster, for the config's topic prefix and group (the defaults
+// applied): Read on <prefix>ad-events and on the group (consumed with the
+// group, offsets committed), Read on <prefix>budgets (read whole, without a
+// group). Kafka grants Describe (metadata, offsets, finding the group's
+// coordinator) with Read. The dispatcher writes nothing on the live cluster
+// and creates no topic there.
+func (c Config) LiveKafkaACLs() []contract.KafkaACL {
+	c.defaults()
+	t := contract.TopicsWithPrefix(c.TopicPrefix)
+	return contract.SortACLs(append(
+		contract.TopicACLs([]string{t.AdEvents, t.Budgets}, contract.OpRead),
+		contract.GroupACLs(c.Group, contract.OpRead)...))
+}
+
+// TargetKafkaACLs are the ACLs the dispatcher's Kafka user needs on a dark
+// target's cluster, for the target's topic prefix (always
+// contract.DarkPrefix(name)): Write on <prefix>ad-events and
+// <prefix>budgets, literal names. Kafka grants Describe with Write. The
+// dispatcher creates no topic (the dark pipeline does) and reads nothing
+// there.
+//
+// Targets are added at run time, by a document in ZooKeeper: grant these
+// on the target's cluster when you add a target (before `hotpair dark
+// set`), and remove them when you clear it. Without them the target's
+// copies are dropped (hotpair_dark_dispatch_dropped_total, reason
+// not_authorized). A prefixed grant on "dark." would spare that step but
+// let the dispatcher write any dark target's topics, on every cluster that
+// has one.
+//
+// The producers are idempotent (franz-go's default): Kafka 3.0 and later
+// accept Write on any topic for the producer id (KIP-679); an older broker
+// also needs IdempotentWrite on the cluster, which is not in this list.
+func TargetKafkaACLs(prefix string) []contract.KafkaACL {
+	t := topicsOf(prefix)
+	return contract.SortACLs(contract.TopicACLs([]string{t.events, t.budgets}, contract.OpWrite))
+}
