@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -198,8 +199,14 @@ type replica struct {
 
 func startReplica(t testing.TB, cfg Config) *replica {
 	t.Helper()
+	return startReplicaLogged(t, cfg, testLogger(t))
+}
+
+// startReplicaLogged is startReplica with the replica's logs going to log.
+func startReplicaLogged(t testing.TB, cfg Config, log *slog.Logger) *replica {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	m, err := New(Options{Config: cfg, Logger: testLogger(t), Registerer: reg})
+	m, err := New(Options{Config: cfg, Logger: log, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

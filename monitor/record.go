@@ -70,7 +70,7 @@ func newRecorder(m *Monitor, retry time.Duration) (*recorder, error) {
 	return r, nil
 }
 
-func (m *Monitor) recordTopic() string { return m.cfg.TopicPrefix + decisions.Topic }
+func (m *Monitor) recordTopic() string { return m.cfg.recordTopic() }
 
 // run sets the topic up on every cluster, then waits for ctx to end and
 // flushes (bounded) and closes the producers.

@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -18,6 +19,38 @@ import (
 // test's own setup and reads.
 func AuthorizedCluster(t testing.TB, users map[string][]contract.KafkaACL) (admin kafka.Cluster, as map[string]kafka.Cluster) {
 	t.Helper()
+	admin, as, _ = authorizedCluster(t, users)
+	return admin, as
+}
+
+// AuthorizedClusterConfig is AuthorizedCluster for daemons configured by
+// file: each user's cluster is the config block a daemon's YAML holds
+// (brokers, TLS with the CA file, SASL with the user and a password file,
+// the files in a temporary directory).
+func AuthorizedClusterConfig(t testing.TB, users map[string][]contract.KafkaACL) (admin kafka.Cluster, as map[string]contract.KafkaCluster) {
+	t.Helper()
+	admin, _, sec := authorizedCluster(t, users)
+	dir := t.TempDir()
+	ca, pw := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "password")
+	if err := sec.WriteCA(ca); err != nil {
+		t.Fatal(err)
+	}
+	if err := sec.WritePassword(pw); err != nil {
+		t.Fatal(err)
+	}
+	as = make(map[string]contract.KafkaCluster, len(users))
+	for user := range users {
+		s := sec.Security(ca, pw)
+		s.SASL.Username = user
+		as[user] = contract.KafkaCluster{Brokers: admin.Brokers, Kafka: s}
+	}
+	return admin, as
+}
+
+// authorizedCluster starts the cluster of AuthorizedCluster and returns its
+// security setup too (every user has the setup's password).
+func authorizedCluster(t testing.TB, users map[string][]contract.KafkaACL) (admin kafka.Cluster, as map[string]kafka.Cluster, sec *devsec.Setup) {
+	t.Helper()
 	sec, err := devsec.New()
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +67,7 @@ func AuthorizedCluster(t testing.TB, users map[string][]contract.KafkaACL) (admi
 		auth.SASL.User = user
 		as[user] = kafka.Cluster{Name: user, Brokers: c.ListenAddrs(), Auth: auth}
 	}
-	return admin, as
+	return admin, as, sec
 }
 
 // KfakeACLs are acls as kfake seeds them (allowed from any host).
