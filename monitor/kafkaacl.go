@@ -17,9 +17,9 @@ import (
 //     replica reads it into its history), Write (the leader appends to it),
 //     Create (each replica creates it when missing) and AlterConfigs (it
 //     reads the topic's settings and sets retention.ms to record.retention
-//     when the topic has another). Create is needed even when the topic
-//     exists: the replica asks for it at every start, and Kafka checks the
-//     ACL before it looks whether the topic is there.
+//     when the topic has another). Create only while the topic is missing
+//     (the replica looks it up first): once it exists, the grant
+//     may go.
 //   - with dark.enabled, the comparator also reads the live outputs:
 //     <topic_prefix>budget-status, pacing and bid-multipliers: Read. The dark
 //     targets' own clusters (dark_kafka's user) need Read on their topics,
