@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"fmt"
+
 	"github.com/hotpair/hotpair/contract"
 )
 
@@ -40,4 +42,14 @@ func (c Config) LiveKafkaACLs() []contract.KafkaACL {
 func TargetKafkaACLs(prefix string) []contract.KafkaACL {
 	t := topicsOf(prefix)
 	return contract.SortACLs(contract.TopicACLs([]string{t.events, t.budgets}, contract.OpWrite))
+}
+
+// KafkaACLs is LiveKafkaACLs for the dispatcher this valid file configures,
+// without reading the files its security blocks name.
+func (c FileConfig) KafkaACLs() ([]contract.KafkaACL, error) {
+	side, err := contract.ParseSide(c.Side)
+	if err != nil {
+		return nil, fmt.Errorf("%w: side: %v", ErrInvalidConfig, err)
+	}
+	return Config{Side: side, TopicPrefix: c.Live.TopicPrefix, Group: c.Group}.LiveKafkaACLs(), nil
 }

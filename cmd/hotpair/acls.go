@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hotpair/hotpair/canary/dispatch"
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/monitor"
 	"github.com/hotpair/hotpair/pipeline"
 )
 
@@ -18,7 +20,7 @@ type aclSet struct {
 }
 
 // pipelineACLs are the ACLs of the pipeline a config file runs.
-func pipelineACLs(path string) ([]aclSet, error) {
+func pipelineACLs(path string, _ []string) ([]aclSet, error) {
 	c, err := pipeline.LoadConfig(path)
 	if err != nil {
 		return nil, err
@@ -33,6 +35,34 @@ func pipelineACLs(path string) ([]aclSet, error) {
 	return []aclSet{{cluster: "the " + c.Side + " cluster (" + strings.Join(c.Brokers, ",") + ")", acls: acls}}, nil
 }
 
+// monitorACLs are the ACLs of a monitor replica, the same on both clusters.
+func monitorACLs(path string, _ []string) ([]aclSet, error) {
+	c, err := monitor.LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return []aclSet{{cluster: "each side's cluster (the same on both)", acls: c.KafkaACLs()}}, nil
+}
+
+// dispatchACLs are the ACLs of a dark dispatcher: on the live cluster, and
+// on the cluster of each dark target named (targets come and go at run
+// time: grant a target's when it is added).
+func dispatchACLs(path string, targets []string) ([]aclSet, error) {
+	c, err := dispatch.LoadFileConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	live, err := c.KafkaACLs()
+	if err != nil {
+		return nil, err
+	}
+	sets := []aclSet{{cluster: "the live " + c.Side + " cluster (" + strings.Join(c.Live.Brokers, ",") + ")", acls: live}}
+	for _, name := range targets {
+		sets = append(sets, aclSet{cluster: "dark target " + name + "'s cluster", acls: dispatch.TargetKafkaACLs(contract.DarkPrefix(name))})
+	}
+	return sets, nil
+}
+
 // configACLs is "hotpair config acls": the Kafka ACLs the daemon that each
 // file configures needs, as kafka-acls.sh commands. Exit 0: printed; 1: a
 // file is bad; 2: usage.
@@ -43,12 +73,15 @@ func configACLs(a *app, args []string) int {
 			kinds = append(kinds, k.name)
 		}
 	}
-	fs := newFlags(a, "config acls", "config acls [--kind "+strings.Join(kinds, "|")+"] [--principal User:NAME] FILE...\n\n"+
+	fs := newFlags(a, "config acls", "config acls [--kind "+strings.Join(kinds, "|")+"] [--principal User:NAME] [--dark-target NAME]... FILE...\n\n"+
 		"Prints the Kafka ACLs the daemon each FILE configures needs on each cluster it uses, as kafka-acls.sh\n"+
 		"commands for its principal (docs/security.md):\n"+
-		"  hotpair config acls --principal User:hotpair-pipeline primary.yml")
+		"  hotpair config acls --principal User:hotpair-pipeline primary.yml\n"+
+		"  hotpair config acls dispatch.yml --dark-target candidate   # and on a dark target's cluster")
 	kind := fs.String("kind", "", "the kind of every FILE: "+strings.Join(kinds, ", ")+" (default: told from its keys)")
 	principal := fs.String("principal", "", "the principal the daemon authenticates as (default User:hotpair-KIND)")
+	var targets listFlag
+	fs.Var(&targets, "dark-target", "a dark target's name, for a dark-dispatch config: its cluster's ACLs too (repeatable)")
 	files, code, done := parseInterleaved(fs, args)
 	if done {
 		return code
@@ -59,6 +92,11 @@ func configACLs(a *app, args []string) int {
 	if *kind != "" && !slices.Contains(kinds, *kind) {
 		return usageError(fs, a.stderr, "--kind %q is not one of %s", *kind, strings.Join(kinds, ", "))
 	}
+	for _, name := range targets {
+		if !contract.ValidDarkName(name) {
+			return usageError(fs, a.stderr, "--dark-target %q: want lower-case letters, digits and dashes, at most 40", name)
+		}
+	}
 	if *principal != "" && !strings.Contains(*principal, ":") {
 		return usageError(fs, a.stderr, "--principal %q: want TYPE:NAME, e.g. User:hotpair-pipeline", *principal)
 	}
@@ -66,11 +104,11 @@ func configACLs(a *app, args []string) int {
 	for _, f := range files {
 		k, err := kindOf(f, *kind)
 		if err == nil && k.acls == nil {
-			err = fmt.Errorf("a %s uses no Kafka ACLs of its own (see docs/security.md)", k.name)
+			err = fmt.Errorf("config acls does not cover a %s config: see docs/security.md", k.name)
 		}
 		var sets []aclSet
 		if err == nil {
-			sets, err = k.acls(f)
+			sets, err = k.acls(f, targets)
 		}
 		if err != nil {
 			bad += report(a, "?", f, err)

@@ -28,7 +28,7 @@ type configKind struct {
 	check func(path string) error
 	// acls, if set, returns the Kafka ACLs the daemon needs, per cluster
 	// (`config acls`).
-	acls func(path string) ([]aclSet, error)
+	acls func(path string, darkTargets []string) ([]aclSet, error)
 }
 
 var configKinds = []configKind{
@@ -53,7 +53,8 @@ var configKinds = []configKind{
 			}
 			_, err = monitor.New(monitor.Options{Config: c}) // reads zk.auth_file
 			return err
-		}},
+		},
+		acls: monitorACLs},
 	{name: "dark-dispatch", keys: []string{"live", "targets", "group", "start"},
 		check: func(path string) error {
 			c, err := dispatch.LoadFileConfig(path)
@@ -62,7 +63,8 @@ var configKinds = []configKind{
 			}
 			_, err = c.Config() // reads zk.auth_file and the security blocks' files
 			return err
-		}},
+		},
+		acls: dispatchACLs},
 	{name: "dark-compare", keys: []string{"clusters", "targets", "dark_kafka", "settle", "max_skew", "horizon", "stale", "min_points", "min_campaigns", "relative", "absolute"},
 		check: func(path string) error {
 			c, err := compare.LoadConfig(path)

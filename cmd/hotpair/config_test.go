@@ -116,3 +116,45 @@ func TestCheckableCommandsStartNothing(t *testing.T) {
 		}
 	}
 }
+
+// config acls prints, per cluster, the kafka-acls.sh commands of the daemon
+// each file configures, for its principal; a config it does not cover, a
+// bad file and bad arguments are told apart.
+func TestConfigACLs(t *testing.T) {
+	pipe := "../../deploy/examples/pipeline-primary.yml"
+	mon := "../../monitor/testdata/monitor.yml"
+	disp := "../../canary/dispatch/testdata/good.yml"
+	code, out, errOut := opRun("config", "acls", "--principal", "User:ads-a", "--dark-target", "cand", pipe, mon, disp)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	add := `kafka-acls.sh --bootstrap-server "$BOOTSTRAP" --add --allow-principal User:ads-a `
+	for _, want := range []string{
+		"# pipeline " + pipe + ": on the primary cluster",
+		add + "--group hotpair-budget --operation Read\n",
+		add + "--topic spend --operation Create --operation Read --operation Write\n",
+		add + "--topic hotpair-budget-table --operation Create --operation DescribeConfigs --operation Read --operation Write\n",
+		"# monitor " + mon + ": on each side's cluster (the same on both)",
+		add + "--topic hotpair-health --operation Read\n",
+		"# dark-dispatch " + disp + ": on the live primary cluster",
+		add + "--group hotpair-dark-dispatch-primary --operation Read\n",
+		"# dark-dispatch " + disp + ": on dark target cand's cluster",
+		add + "--topic dark.cand.ad-events --operation Write\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := opRun("config", "acls", pipe); code != 0 || !strings.Contains(out, "--allow-principal User:hotpair-pipeline ") {
+		t.Errorf("default principal: exit %d\n%s", code, out)
+	}
+	dark := "../../canary/compare/testdata/dark-compare.yml"
+	if code, out, _ := opRun("config", "acls", dark); code != 1 || !strings.Contains(out, "does not cover a dark-compare config") {
+		t.Errorf("dark-compare: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{{"--principal", "ads-a", pipe}, {"--dark-target", "Bad_Name", disp}, {}} {
+		if code, _, errOut := opRun(append([]string{"config", "acls"}, args...)...); code != 2 || !strings.Contains(errOut, "usage: hotpair config acls") {
+			t.Errorf("%v: exit %d, want 2 with usage\n%s", args, code, errOut)
+		}
+	}
+}
