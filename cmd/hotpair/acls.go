@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -77,9 +78,11 @@ func configACLs(a *app, args []string) int {
 		"Prints the Kafka ACLs the daemon each FILE configures needs on each cluster it uses, as kafka-acls.sh\n"+
 		"commands for its principal (docs/security.md):\n"+
 		"  hotpair config acls --principal User:hotpair-pipeline primary.yml\n"+
-		"  hotpair config acls dispatch.yml --dark-target candidate   # and on a dark target's cluster")
+		"  hotpair config acls dispatch.yml --dark-target candidate   # and on a dark target's cluster\n"+
+		"  hotpair config acls --format strimzi primary.yml         # a KafkaUser's spec.authorization.acls")
 	kind := fs.String("kind", "", "the kind of every FILE: "+strings.Join(kinds, ", ")+" (default: told from its keys)")
 	principal := fs.String("principal", "", "the principal the daemon authenticates as (default User:hotpair-KIND)")
+	format := fs.String("format", "kafka-acls", "kafka-acls: kafka-acls.sh commands; strimzi: the acls list of a Strimzi KafkaUser's spec.authorization")
 	var targets listFlag
 	fs.Var(&targets, "dark-target", "a dark target's name, for a dark-dispatch config: its cluster's ACLs too (repeatable)")
 	files, code, done := parseInterleaved(fs, args)
@@ -96,6 +99,9 @@ func configACLs(a *app, args []string) int {
 		if !contract.ValidDarkName(name) {
 			return usageError(fs, a.stderr, "--dark-target %q: want lower-case letters, digits and dashes, at most 40", name)
 		}
+	}
+	if *format != "kafka-acls" && *format != "strimzi" {
+		return usageError(fs, a.stderr, "--format %q: want kafka-acls or strimzi", *format)
 	}
 	if *principal != "" && !strings.Contains(*principal, ":") {
 		return usageError(fs, a.stderr, "--principal %q: want TYPE:NAME, e.g. User:hotpair-pipeline", *principal)
@@ -120,6 +126,10 @@ func configACLs(a *app, args []string) int {
 		}
 		for _, s := range sets {
 			fmt.Fprintf(a.stdout, "# %s %s: on %s\n", k.name, f, s.cluster)
+			if *format == "strimzi" {
+				writeStrimziACLs(a.stdout, s.acls)
+				continue
+			}
 			for _, line := range kafkaACLsLines(s.acls) {
 				fmt.Fprintf(a.stdout, "kafka-acls.sh --bootstrap-server \"$BOOTSTRAP\" --add --allow-principal %s %s\n", p, line)
 			}
@@ -144,4 +154,27 @@ func kafkaACLsLines(acls []contract.KafkaACL) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// writeStrimziACLs writes acls (sorted) as the acls list of a Strimzi
+// KafkaUser's spec.authorization (type simple), one rule per resource with
+// all of its operations.
+func writeStrimziACLs(w io.Writer, acls []contract.KafkaACL) {
+	for i := 0; i < len(acls); {
+		a := acls[i]
+		ops := []string{a.Operation}
+		for i++; i < len(acls) && acls[i].Resource == a.Resource && acls[i].Pattern == a.Pattern && acls[i].Name == a.Name; i++ {
+			ops = append(ops, acls[i].Operation)
+		}
+		pattern := "literal"
+		if a.Pattern == contract.PatternPrefixed {
+			pattern = "prefix"
+		}
+		if a.Resource == contract.ResourceCluster {
+			fmt.Fprintf(w, "- resource: {type: cluster}\n")
+		} else {
+			fmt.Fprintf(w, "- resource: {type: %s, name: %s, patternType: %s}\n", strings.ToLower(a.Resource), a.Name, pattern)
+		}
+		fmt.Fprintf(w, "  operations: [%s]\n", strings.Join(ops, ", "))
+	}
 }

@@ -148,11 +148,15 @@ func TestConfigACLs(t *testing.T) {
 	if code, out, _ := opRun("config", "acls", pipe); code != 0 || !strings.Contains(out, "--allow-principal User:hotpair-pipeline ") {
 		t.Errorf("default principal: exit %d\n%s", code, out)
 	}
+	code, out, _ = opRun("config", "acls", "--format", "strimzi", mon)
+	if want := "- resource: {type: topic, name: hotpair-decisions, patternType: literal}\n  operations: [AlterConfigs, Create, Read, Write]\n"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("--format strimzi: exit %d, want %q in\n%s", code, want, out)
+	}
 	dark := "../../canary/compare/testdata/dark-compare.yml"
 	if code, out, _ := opRun("config", "acls", dark); code != 1 || !strings.Contains(out, "does not cover a dark-compare config") {
 		t.Errorf("dark-compare: exit %d\n%s", code, out)
 	}
-	for _, args := range [][]string{{"--principal", "ads-a", pipe}, {"--dark-target", "Bad_Name", disp}, {}} {
+	for _, args := range [][]string{{"--principal", "ads-a", pipe}, {"--dark-target", "Bad_Name", disp}, {"--format", "yaml", pipe}, {}} {
 		if code, _, errOut := opRun(append([]string{"config", "acls"}, args...)...); code != 2 || !strings.Contains(errOut, "usage: hotpair config acls") {
 			t.Errorf("%v: exit %d, want 2 with usage\n%s", args, code, errOut)
 		}
