@@ -40,3 +40,15 @@ func (p *Pipeline) KafkaACLs() []contract.KafkaACL {
 	}
 	return contract.SortACLs(acls)
 }
+
+// KafkaACLs is what the ingester's Kafka principal needs on each cluster
+// it writes (`hotpair ingest`, or the ads servers' own dual-write): Write
+// on the input topics, ad-events and budgets, with the topic prefix. Kafka
+// grants Describe with Write; the ingester reads nothing and creates no
+// topic (a record to a topic not created yet waits for it, up to the
+// delivery timeout). Without them its records are lost for that side,
+// counted as not_authorized in hotpair_ingest_lost_total.
+func (o IngestOptions) KafkaACLs() []contract.KafkaACL {
+	t := contract.TopicsWithPrefix(o.TopicPrefix)
+	return contract.SortACLs(contract.TopicACLs([]string{t.AdEvents, t.Budgets}, contract.OpWrite))
+}

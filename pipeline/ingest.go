@@ -97,7 +97,7 @@ func NewIngester(o IngestOptions) (*Ingester, error) {
 	f := promauto.With(o.Registerer)
 	written := f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_ingest_records_total", Help: "Records handed to a side's producer."}, []string{"side"})
 	delivered := f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_ingest_delivered_total", Help: "Records a side's cluster acknowledged."}, []string{"side"})
-	lost := f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_ingest_lost_total", Help: "Records a side lost: buffer_full or delivery_failed."}, []string{"side", "reason"})
+	lost := f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_ingest_lost_total", Help: "Records a side lost: buffer_full, delivery_failed, or not_authorized (the cluster refused the ingester's user: IngestOptions.KafkaACLs)."}, []string{"side", "reason"})
 	buffered := f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_ingest_buffered", Help: "Records waiting in a side's buffer."}, []string{"side"})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -257,7 +257,11 @@ func (w *sideWriter) send(ctx context.Context) {
 			}
 		}
 		w.client.Produce(ctx, r, func(r *kgo.Record, err error) {
-			if err != nil {
+			switch {
+			case kafka.NotAuthorized(err):
+				w.lose(r, err, "not_authorized")
+				return
+			case err != nil:
 				w.lose(r, err, "delivery_failed")
 				return
 			}

@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
+	"github.com/hotpair/hotpair/internal/metricvalue"
 )
 
 // An ingester started before its topics exist (started together with the
@@ -67,5 +69,44 @@ func TestIngesterWaitsForTopicsBeingCreated(t *testing.T) {
 	})
 	if st := in.Stats()[contract.Primary]; st.Lost != 0 || st.Delivered != n {
 		t.Errorf("ingester: %+v, want %d delivered, none lost", st, n)
+	}
+}
+
+// On a cluster that checks ACLs, an ingester whose user holds exactly
+// IngestOptions.KafkaACLs delivers everything; one without Write on budgets
+// loses the budget rows, counted as not_authorized, and still delivers the
+// ad events.
+func TestIngesterWithItsACLs(t *testing.T) {
+	o := IngestOptions{TopicPrefix: "ads."}
+	acls := o.KafkaACLs()
+	if got := fmt.Sprint(acls); got != "[--topic ads.ad-events --operation Write --topic ads.budgets --operation Write]" {
+		t.Fatalf("KafkaACLs = %s", got)
+	}
+	admin, as := kafkatest.AuthorizedCluster(t, map[string][]contract.KafkaACL{"ingest": acls, "no-budgets": acls[:1]})
+	if err := kafka.EnsureTopics(context.Background(), admin, 4, 1, kafka.TopicSpec{Name: "ads.ad-events"}, kafka.TopicSpec{Name: "ads.budgets"}); err != nil {
+		t.Fatal(err)
+	}
+	for user, wantLost := range map[string]float64{"ingest": 0, "no-budgets": 3} {
+		t.Run(user, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			o := IngestOptions{TopicPrefix: "ads.", Clusters: map[contract.Side][]string{contract.Primary: as[user].Brokers},
+				KafkaAuth: map[contract.Side]*contract.KafkaAuth{contract.Primary: as[user].Auth}, Registerer: reg}
+			in, err := NewIngester(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				in.Write("ad-events", fmt.Appendf(nil, "c%d", i), []byte(`{}`), nil, time.Now())
+				in.Write("budgets", fmt.Appendf(nil, "c%d", i), []byte(`{}`), nil, time.Now())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			in.Close(ctx)
+			st := in.Stats()[contract.Primary]
+			lost, _ := metricvalue.Get(reg, "hotpair_ingest_lost_total", "side", "primary", "reason", "not_authorized")
+			if st.Delivered != 6-int64(wantLost) || lost != wantLost {
+				t.Errorf("%+v, not_authorized %v; want %v lost as not_authorized, the rest delivered", st, lost, wantLost)
+			}
+		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
@@ -96,7 +95,7 @@ func (s *sender) delivered(r *kgo.Record, err error) {
 	case errors.Is(err, kafka.ErrTopicRefused):
 		s.dropped.WithLabelValues(dropTopicRefused).Inc()
 		s.log.Error("refused a copy to a topic outside the target's prefix; it was not sent", "topic", r.Topic, "err", err)
-	case notAuthorized(err):
+	case kafka.NotAuthorized(err):
 		s.dropped.WithLabelValues(dropNotAuthorized).Inc()
 		s.refusals.note(s.log, "the target's cluster refused a copy: grant the ACLs of dispatch.TargetKafkaACLs",
 			r.Topic, r.Partition, err)
@@ -107,14 +106,6 @@ func (s *sender) delivered(r *kgo.Record, err error) {
 	default:
 		s.sentBudgets.Inc()
 	}
-}
-
-// notAuthorized reports whether err is the target's cluster refusing the
-// dispatcher's user an operation: an ACL is missing. (An idempotent
-// producer on a broker before Kafka 3.0 without IdempotentWrite on the
-// cluster gets ClusterAuthorizationFailed.)
-func notAuthorized(err error) bool {
-	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed)
 }
 
 // drop counts a copy that could not be made.

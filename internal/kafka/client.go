@@ -78,6 +78,15 @@ func DeliverWithin(d time.Duration) []kgo.Opt {
 	return []kgo.Opt{kgo.RecordDeliveryTimeout(d), kgo.UnknownTopicRetries(-1)}
 }
 
+// NotAuthorized reports whether err is a cluster refusing the client's
+// principal an operation: an ACL is missing (the daemon's KafkaACLs say
+// which). An idempotent producer on a broker older than Kafka 3.0 without
+// IdempotentWrite on the cluster gets ClusterAuthorizationFailed.
+func NotAuthorized(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) ||
+		errors.Is(err, kerr.GroupAuthorizationFailed)
+}
+
 // ErrNoTopic is returned by ReadRange when the topic does not exist.
 var ErrNoTopic = errors.New("kafka: topic not found")
 
