@@ -47,6 +47,7 @@ func (sv *sideView) run(ctx context.Context) error {
 	defer wg.Wait()
 	wg.Go(func() { sv.measureLoop(ctx, kadm.NewClient(cl)) })
 	sv.log.Info("views: consuming", "brokers", sv.cluster.Brokers, "security", sv.cluster.Auth, "topics", sv.topics[1:])
+	var errs kafka.ErrorLog
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -59,7 +60,7 @@ func (sv *sideView) run(ctx context.Context) error {
 			} else {
 				sv.lag.failed(err)
 			}
-			sv.log.Debug("views: fetch error", "topic", topic, "partition", p, "err", err)
+			errs.Note(sv.log, "views: fetch error", topic, p, err)
 		})
 		fs.EachPartition(sv.applyPartition)
 	}

@@ -150,13 +150,15 @@ type followed struct {
 // consumeEvents reads live ad events and hands every sampled campaign's
 // copies to the targets' senders, which never block.
 func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
-	var errs errorLog
+	var errs kafka.ErrorLog
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(topic string, p int32, err error) { errs.note(d.log, "reading live ad events", topic, p, err) })
+		fs.EachError(func(topic string, p int32, err error) {
+			errs.Note(d.log, "dispatch: reading live ad events", topic, p, err)
+		})
 		n := int64(fs.NumRecords())
 		if n == 0 {
 			continue
@@ -181,13 +183,15 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 // consumeBudgets keeps the live budgets table and sends every sampled
 // campaign's rows.
 func (d *Dispatcher) consumeBudgets(ctx context.Context, cl *kgo.Client) {
-	var errs errorLog
+	var errs kafka.ErrorLog
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(topic string, p int32, err error) { errs.note(d.log, "reading live budgets", topic, p, err) })
+		fs.EachError(func(topic string, p int32, err error) {
+			errs.Note(d.log, "dispatch: reading live budgets", topic, p, err)
+		})
 		d.m.consumed.WithLabelValues("budgets").Add(float64(fs.NumRecords()))
 		fs.EachRecord(func(r *kgo.Record) {
 			campaign := string(r.Key)
@@ -215,15 +219,4 @@ func (d *Dispatcher) budgetRow(campaign string) ([]byte, bool) {
 	defer d.budgetsMu.Unlock()
 	v, ok := d.budgets[campaign]
 	return v, ok
-}
-
-// errorLog logs a consumer's fetch errors once per change of error, not
-// once per poll.
-type errorLog struct{ last string }
-
-func (e *errorLog) note(log *slog.Logger, what, topic string, p int32, err error) {
-	if msg := err.Error(); msg != e.last {
-		e.last = msg
-		log.Warn("dispatch: "+what, "topic", topic, "partition", p, "err", err)
-	}
 }

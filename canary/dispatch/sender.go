@@ -34,7 +34,7 @@ type sender struct {
 	sentEvents, sentBudgets prometheus.Counter
 	dropped                 *prometheus.CounterVec // reason
 	buffered                prometheus.Gauge
-	refusals                errorLog // used by delivered only
+	refusals                kafka.ErrorLog // used by delivered only
 
 	feed   *constantFeed // constant targets only
 	cancel context.CancelFunc
@@ -97,7 +97,7 @@ func (s *sender) delivered(r *kgo.Record, err error) {
 		s.log.Error("refused a copy to a topic outside the target's prefix; it was not sent", "topic", r.Topic, "err", err)
 	case kafka.NotAuthorized(err):
 		s.dropped.WithLabelValues(dropNotAuthorized).Inc()
-		s.refusals.note(s.log, "the target's cluster refused a copy: grant the ACLs of dispatch.TargetKafkaACLs",
+		s.refusals.Note(s.log, "dispatch: the target's cluster refused a copy: grant the ACLs of dispatch.TargetKafkaACLs",
 			r.Topic, r.Partition, err)
 	case err != nil:
 		s.dropped.WithLabelValues(dropDeliveryFailed).Inc()
