@@ -28,6 +28,16 @@ func aclsOf(t *testing.T, o Options) []contract.KafkaACL {
 	return p.KafkaACLs()
 }
 
+// without is acls without missing, which must be one of them.
+func without(t *testing.T, acls []contract.KafkaACL, missing contract.KafkaACL) []contract.KafkaACL {
+	t.Helper()
+	i := slices.Index(acls, missing)
+	if i < 0 {
+		t.Fatalf("%v is not in the list", missing)
+	}
+	return slices.Delete(slices.Clone(acls), i, i+1)
+}
+
 // runAuthorized runs a pipeline of all four stages, creating its topics, as
 // a principal that holds exactly acls on a cluster that checks ACLs, and
 // sends it a workload through a superuser (after setup, given the
@@ -102,21 +112,11 @@ func TestPipelineThatMayNotCreateAMissingTopicStops(t *testing.T) {
 	o := testOptions([]string{"not yet known"}, contract.Primary)
 	acls := aclsOf(t, o)
 	missing := contract.KafkaACL{Resource: contract.ResourceTopic, Pattern: contract.PatternLiteral, Name: "ad-events", Operation: contract.OpCreate}
-	i := slices.Index(acls, missing)
-	if i < 0 {
-		t.Fatalf("%v is not in the list", missing)
-	}
-	_, as := kafkatest.AuthorizedCluster(t, map[string][]contract.KafkaACL{"pipeline": slices.Delete(acls, i, i+1)})
+	_, as := kafkatest.AuthorizedCluster(t, map[string][]contract.KafkaACL{"pipeline": without(t, acls, missing)})
 	o.Brokers, o.KafkaAuth, o.Registerer = as["pipeline"].Brokers, as["pipeline"].Auth, prometheus.NewRegistry()
-	p, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = p.Run(ctx)
-	if err == nil || ctx.Err() != nil {
-		t.Fatalf("Run: %v, want it to stop at start", err)
+	err := runToStop(t, o)
+	if err == nil {
+		t.Fatal("Run: nil, want it to stop at start")
 	}
 	for _, want := range []string{"ad-events", "TOPIC_AUTHORIZATION_FAILED", "topics.create: false"} {
 		if !strings.Contains(err.Error(), want) {
@@ -132,14 +132,7 @@ func TestPipelineWithoutAnACLShowsTheStageFailing(t *testing.T) {
 	missing := contract.KafkaACL{Resource: contract.ResourceTopic, Pattern: contract.PatternLiteral, Name: "budget-status", Operation: contract.OpWrite}
 	failures := make(chan slog.Record, 16)
 	log := slog.New(recordHandler{level: slog.LevelError, records: failures})
-	admin, reg, _ := runAuthorized(t, func(o Options) []contract.KafkaACL {
-		acls := aclsOf(t, o)
-		i := slices.Index(acls, missing)
-		if i < 0 {
-			t.Fatalf("%v is not in the list", missing)
-		}
-		return slices.Delete(acls, i, i+1)
-	}, log)
+	admin, reg, _ := runAuthorized(t, func(o Options) []contract.KafkaACL { return without(t, aclsOf(t, o), missing) }, log)
 	select {
 	case r := <-failures:
 		attrs := map[string]string{}

@@ -67,6 +67,23 @@ func startPipeline(t testing.TB, o Options) (p *Pipeline, stop func()) {
 	return p, stop
 }
 
+// runToStop runs a pipeline with options o that must stop at start by
+// itself, and returns why (the test fails if it is still running after 30 s).
+func runToStop(t *testing.T, o Options) error {
+	t.Helper()
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = p.Run(ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("Run: still running after 30s (%v), want it to stop at start", err)
+	}
+	return err
+}
+
 // workload is a set of campaigns with budgets and the ad events sent to them.
 type workload struct {
 	budgets []contract.Budget

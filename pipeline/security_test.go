@@ -1,11 +1,9 @@
 package pipeline
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
@@ -20,14 +18,8 @@ func TestPipelineWithAWrongPasswordStopsAtStart(t *testing.T) {
 	auth.SASL.Password = "wrong"
 	o := testOptions(kc.ListenAddrs(), contract.Primary)
 	o.KafkaAuth = auth
-	p, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = p.Run(ctx)
-	if !errors.Is(err, kafka.ErrAuth) || ctx.Err() != nil {
+	err := runToStop(t, o)
+	if !errors.Is(err, kafka.ErrAuth) {
 		t.Fatalf("Run: %v, want ErrAuth at start", err)
 	}
 	for _, w := range []string{kc.ListenAddrs()[0], "SCRAM-SHA-256"} {
