@@ -256,6 +256,10 @@ func TestContainersPassTheBinarysCheck(t *testing.T) {
 		}
 		for _, c := range spec.Containers {
 			tree := newMountedTree(t)
+			// reads is what names the files the container reads: its
+			// arguments and its mounted configs; secrets, its mounted
+			// Secret files.
+			reads, secrets := strings.Join(c.Args, " "), []string(nil)
 			for _, m := range c.VolumeMounts {
 				for _, v := range spec.Volumes {
 					if v.Name != m.Name {
@@ -270,7 +274,19 @@ func TestContainersPassTheBinarysCheck(t *testing.T) {
 							p = m.MountPath
 						}
 						tree.add(t, p, data)
+						if v.Secret != nil {
+							secrets = append(secrets, p)
+						} else {
+							reads += "\n" + string(data)
+						}
 					}
+				}
+			}
+			// Each daemon is its own Kafka user: a pod that mounted
+			// another daemon's password could act as that daemon.
+			for _, p := range secrets {
+				if !strings.Contains(reads, p) {
+					t.Errorf("%s/%s mounts the secret file %s, which neither its arguments nor its config name: mount only what it reads (the volume's items)", name, c.Name, p)
 				}
 			}
 			tree.finish(t)
@@ -288,10 +304,13 @@ func TestContainersPassTheBinarysCheck(t *testing.T) {
 	}
 }
 
-// volumeFiles returns the files a ConfigMap or Secret volume holds.
+// volumeFiles returns the files a ConfigMap or Secret volume holds, by
+// their paths in the volume: every key, or with items only those, at their
+// paths (a key an item names must exist, as the kubelet requires).
 func volumeFiles(t *testing.T, b built, v corev1.Volume) map[string][]byte {
 	t.Helper()
-	out := map[string][]byte{}
+	all := map[string][]byte{}
+	var items []corev1.KeyToPath
 	switch {
 	case v.ConfigMap != nil:
 		cm := b.configMaps[v.ConfigMap.Name]
@@ -299,19 +318,32 @@ func volumeFiles(t *testing.T, b built, v corev1.Volume) map[string][]byte {
 			t.Fatalf("volume %s: no ConfigMap %s in the build", v.Name, v.ConfigMap.Name)
 		}
 		for k, d := range cm.Data {
-			out[k] = []byte(d)
+			all[k] = []byte(d)
 		}
+		items = v.ConfigMap.Items
 	case v.Secret != nil:
 		s := b.secrets[v.Secret.SecretName]
 		if s == nil {
 			t.Fatalf("volume %s: no Secret %s in the build", v.Name, v.Secret.SecretName)
 		}
 		for k, d := range s.StringData {
-			out[k] = []byte(d)
+			all[k] = []byte(d)
 		}
 		for k, d := range s.Data {
-			out[k] = d
+			all[k] = d
 		}
+		items = v.Secret.Items
+	}
+	if len(items) == 0 {
+		return all
+	}
+	out := map[string][]byte{}
+	for _, it := range items {
+		d, ok := all[it.Key]
+		if !ok {
+			t.Fatalf("volume %s: its items name the key %s, which is not in the build", v.Name, it.Key)
+		}
+		out[it.Path] = d
 	}
 	return out
 }
