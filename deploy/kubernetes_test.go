@@ -352,39 +352,11 @@ func volumeFiles(t *testing.T, b built, v corev1.Volume) map[string][]byte {
 // monitors are configured with, one cluster per side, in the only API
 // Strimzi serves since 1.0 (kafka.strimzi.io/v1: KRaft and node pools only).
 func TestStrimziClustersMatchTheConfigs(t *testing.T) {
-	type kafka struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name      string            `json:"name"`
-			Namespace string            `json:"namespace"`
-			Labels    map[string]string `json:"labels"`
-		} `json:"metadata"`
-		Spec struct {
-			Replicas int      `json:"replicas"`
-			Roles    []string `json:"roles"`
-			Kafka    struct {
-				Listeners []struct {
-					Name string `json:"name"`
-					Port int    `json:"port"`
-					Type string `json:"type"`
-				} `json:"listeners"`
-				Config map[string]any `json:"config"`
-			} `json:"kafka"`
-		} `json:"spec"`
-	}
 	bootstrap := map[string]string{}
 	for _, side := range []string{"primary", "standby"} {
-		b, err := os.ReadFile(filepath.Join(k8sDir, "strimzi", "kafka-"+side+".yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, objs := strimziFile(t, side)
 		replicas, rf := 0, 0.0
-		for _, doc := range documents(t, b) {
-			var k kafka
-			if err := yaml.Unmarshal(doc, &k); err != nil {
-				t.Fatal(err)
-			}
+		for _, k := range objs {
 			if k.APIVersion != "kafka.strimzi.io/v1" {
 				t.Errorf("%s %s: apiVersion %q, want kafka.strimzi.io/v1 (Strimzi 1.0 removed v1beta2)", k.Kind, k.Metadata.Name, k.APIVersion)
 			}

@@ -27,17 +27,25 @@ type strimziACL struct {
 	Operations []string `json:"operations"`
 }
 
-// strimziObject is what the suite reads of a Kafka and a KafkaUser.
+// strimziObject is what the suite reads of the Strimzi resources (Kafka,
+// KafkaNodePool, KafkaUser), decoded as plain YAML: their CRDs are not in
+// k8s.io/api.
 type strimziObject struct {
-	Kind     string `json:"kind"`
-	Metadata struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
 		Name      string            `json:"name"`
 		Namespace string            `json:"namespace"`
 		Labels    map[string]string `json:"labels"`
 	} `json:"metadata"`
 	Spec struct {
-		Kafka struct {
+		Replicas int      `json:"replicas"` // KafkaNodePool
+		Roles    []string `json:"roles"`
+		Kafka    struct {
 			Listeners []struct {
+				Name           string `json:"name"`
+				Port           int    `json:"port"`
+				Type           string `json:"type"`
 				Authentication *struct {
 					Type string `json:"type"`
 				} `json:"authentication"`
@@ -46,6 +54,7 @@ type strimziObject struct {
 				Type       string   `json:"type"`
 				SuperUsers []string `json:"superUsers"`
 			} `json:"authorization"`
+			Config map[string]any `json:"config"`
 		} `json:"kafka"`
 		// KafkaUser: the user name is userName, or else the object's name.
 		UserName       string `json:"userName"`
@@ -59,6 +68,27 @@ type strimziObject struct {
 	} `json:"spec"`
 }
 
+// strimziFile returns the path of a side's Strimzi resources and the
+// resources it holds.
+func strimziFile(t *testing.T, side string) (string, []strimziObject) {
+	t.Helper()
+	file := filepath.Join(k8sDir, "strimzi", "kafka-"+side+".yaml")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []strimziObject
+	for _, doc := range documents(t, b) {
+		var o strimziObject
+		if err := yaml.Unmarshal(doc, &o); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		objs = append(objs, o)
+	}
+	return file, objs
+}
+
+// userName is the KafkaUser's Kafka user name: userName, or else its name.
 func (o strimziObject) userName() string {
 	if o.Spec.UserName != "" {
 		return o.Spec.UserName
@@ -188,18 +218,10 @@ func saslUsername(t *testing.T, file string, path ...string) string {
 func TestStrimziUsersHoldTheirDaemonsACLs(t *testing.T) {
 	seen := map[string]string{} // namespace/name → file: one object each
 	for _, side := range []string{"primary", "standby"} {
-		file := filepath.Join(k8sDir, "strimzi", "kafka-"+side+".yaml")
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		file, objs := strimziFile(t, side)
 		var kafka *strimziObject
 		users := map[string]strimziObject{} // by user name
-		for _, doc := range documents(t, b) {
-			var o strimziObject
-			if err := yaml.Unmarshal(doc, &o); err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
+		for _, o := range objs {
 			switch o.Kind {
 			case "Kafka":
 				kafka = &o
