@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,7 +58,9 @@ type TopicSpec struct {
 // need no Create permission); a partition count that differs from the
 // requested one is an error, because goka joins need co-partitioned topics.
 func EnsureTopics(ctx context.Context, c Cluster, partitions int32, replication int16, specs ...TopicSpec) error {
-	cl, err := NewClient(c, "")
+	// Lookups see a topic being created within 100 ms (kadm's are cached
+	// for MetadataMinAge).
+	cl, err := NewClient(c, "", kgo.MetadataMinAge(100*time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -73,7 +76,12 @@ func EnsureTopics(ctx context.Context, c Cluster, partitions int32, replication 
 			return fmt.Errorf("kafka: looking up topic %s: %w", s.Name, err)
 		}
 		if td, ok := listed[s.Name]; ok && err == nil && td.Err == nil {
-			if err := samePartitions(s.Name, td, partitions); err != nil {
+			if len(td.Partitions) == 0 { // another process is creating it
+				err = checkPartitions(ctx, adm, s.Name, partitions)
+			} else {
+				err = samePartitions(s.Name, td, partitions)
+			}
+			if err != nil {
 				return err
 			}
 			continue
@@ -100,13 +108,30 @@ func EnsureTopics(ctx context.Context, c Cluster, partitions int32, replication 
 	return nil
 }
 
+// checkPartitions checks the partition count of a topic that exists,
+// waiting up to topicCreationWait while it has none yet: another process
+// (a second instance of the same pipeline) may be creating it.
 func checkPartitions(ctx context.Context, adm *kadm.Client, topic string, want int32) error {
-	td, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return err
+	deadline := time.Now().Add(topicCreationWait)
+	for {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if len(td[topic].Partitions) > 0 || time.Now().After(deadline) {
+			return samePartitions(topic, td[topic], want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return samePartitions(topic, td[topic], want)
 }
+
+// topicCreationWait bounds how long a topic another process creates may
+// show no partitions.
+const topicCreationWait = 10 * time.Second
 
 func samePartitions(topic string, td kadm.TopicDetail, want int32) error {
 	if got := int32(len(td.Partitions)); got != want {
