@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/canary/outdiff"
@@ -267,7 +268,7 @@ func (c *Comparator) round() {
 func (c *Comparator) read(ctx context.Context, src Source, cl kafka.Cluster, t contract.Topics) {
 	topics := map[string]string{t.BudgetStatus: outdiff.BudgetStatus, t.Pacing: outdiff.Pacing, t.BidMultipliers: outdiff.BidMultipliers, t.Health: ""}
 	from := time.Now().Add(-c.cfg.Horizon)
-	c.poll(ctx, src, cl, []string{t.BudgetStatus, t.Pacing, t.BidMultipliers, t.Health}, kgo.NewOffset().AfterMilli(from.UnixMilli()),
+	c.poll(ctx, src, cl, readTopics(t), kgo.NewOffset().AfterMilli(from.UnixMilli()),
 		func(r *kgo.Record, at time.Time) error {
 			if r.Topic == t.Health {
 				s, err := contract.DecodeHealthSample(r.Value)
@@ -307,14 +308,13 @@ func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, top
 		return
 	}
 	defer client.Close()
+	refused := map[string]bool{} // topics whose refusal was logged at WARN
 	for {
 		fs := client.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(topic string, p int32, err error) {
-			c.log.Debug("fetch error", "pipeline", label, "topic", topic, "partition", p, "err", err)
-		})
+		fs.EachError(func(topic string, p int32, err error) { c.fetchError(label, topic, p, err, refused) })
 		at := time.Now()
 		c.mu.Lock()
 		fs.EachRecord(func(r *kgo.Record) {
@@ -325,6 +325,26 @@ func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, top
 		})
 		c.mu.Unlock()
 	}
+}
+
+// fetchError counts a failed read of a pipeline's topic. A refusal (the
+// user lacks an ACL of LiveKafkaACLs or TargetKafkaACLs) is logged at WARN
+// the first time for each topic, naming what to grant; it recurs at every
+// metadata refresh, logged at DEBUG then, as other errors are (the client
+// retries those).
+func (c *Comparator) fetchError(pipeline, topic string, p int32, err error, refused map[string]bool) {
+	reason := "fetch_failed"
+	if errors.Is(err, kerr.TopicAuthorizationFailed) {
+		reason = "not_authorized"
+	}
+	c.m.readErrors.WithLabelValues(pipeline, reason).Inc()
+	if reason == "not_authorized" && !refused[topic] {
+		refused[topic] = true
+		c.log.Warn("not authorized to read a topic: grant Read on it to the comparator's Kafka user (docs/dark.md)",
+			"pipeline", pipeline, "topic", topic, "err", err)
+		return
+	}
+	c.log.Debug("fetch error", "pipeline", pipeline, "topic", topic, "partition", p, "err", err)
 }
 
 // targets returns the targets to judge: the config's, and the enabled
