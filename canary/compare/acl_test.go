@@ -11,6 +11,7 @@ import (
 	"github.com/hotpair/hotpair/canary/compare/comparetest"
 	"github.com/hotpair/hotpair/canary/outdiff"
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/kafkatest"
 	"github.com/hotpair/hotpair/internal/metricvalue"
 	"github.com/hotpair/hotpair/internal/testbin"
@@ -43,11 +44,7 @@ func TestKafkaACLs(t *testing.T) {
 			"--topic dark.cand.pacing --operation Read")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, a := range tc.got {
-				got = append(got, a.String())
-			}
-			if !slices.Equal(got, tc.want) {
+			if got := kafkatest.ACLStrings(tc.got); !slices.Equal(got, tc.want) {
 				t.Fatalf("got\n%q\nwant\n%q", got, tc.want)
 			}
 		})
@@ -80,7 +77,10 @@ func TestComparatorWithTheDocumentedACLs(t *testing.T) {
 				t.Fatalf("%s is not in TargetKafkaACLs once: %v", tc.drop, target)
 			}
 			dark, dAs := kafkatest.AuthorizedClusterConfig(t, map[string][]contract.KafkaACL{user: target})
-			p := comparetest.StartOn(t, "cand", primary, standby, dark)
+			on := func(c kafka.Cluster) comparetest.Cluster {
+				return comparetest.Cluster{Brokers: c.Brokers, Auth: c.Auth}
+			}
+			p := comparetest.StartOn(t, "cand", on(primary), on(standby), on(dark))
 
 			addr, root, conn := zkRoot(t)
 			putTarget(t, conn, contract.NewPaths(root), darkDoc("cand", contract.Primary, dark.Brokers))

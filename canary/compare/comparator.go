@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/canary/outdiff"
@@ -308,13 +307,13 @@ func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, top
 		return
 	}
 	defer client.Close()
-	refused := map[string]bool{} // topics whose refusal was logged at WARN
+	log, errs := c.log.With("pipeline", label), map[string]*kafka.ErrorLog{} // one per topic: each refused topic is named
 	for {
 		fs := client.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(topic string, p int32, err error) { c.fetchError(label, topic, p, err, refused) })
+		fs.EachError(func(topic string, p int32, err error) { c.fetchError(log, errs, label, topic, p, err) })
 		at := time.Now()
 		c.mu.Lock()
 		fs.EachRecord(func(r *kgo.Record) {
@@ -327,24 +326,21 @@ func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, top
 	}
 }
 
-// fetchError counts a failed read of a pipeline's topic. A refusal (the
-// user lacks an ACL of LiveKafkaACLs or TargetKafkaACLs) is logged at WARN
-// the first time for each topic, naming what to grant; it recurs at every
-// metadata refresh, logged at DEBUG then, as other errors are (the client
-// retries those).
-func (c *Comparator) fetchError(pipeline, topic string, p int32, err error, refused map[string]bool) {
-	reason := "fetch_failed"
-	if errors.Is(err, kerr.TopicAuthorizationFailed) {
-		reason = "not_authorized"
+// fetchError counts a failed read of a pipeline's topic and logs it at
+// WARN once per change of the topic's error (a refusal recurs at every
+// metadata refresh). A refusal (reason not_authorized: the user lacks
+// an ACL of LiveKafkaACLs or TargetKafkaACLs) is logged naming what to
+// grant.
+func (c *Comparator) fetchError(log *slog.Logger, errs map[string]*kafka.ErrorLog, pipeline, topic string, p int32, err error) {
+	reason, msg := "fetch_failed", "compare: reading a pipeline's topic"
+	if kafka.NotAuthorized(err) {
+		reason, msg = "not_authorized", "compare: not authorized to read a topic: grant Read on it to the comparator's Kafka user (docs/dark.md)"
 	}
 	c.m.readErrors.WithLabelValues(pipeline, reason).Inc()
-	if reason == "not_authorized" && !refused[topic] {
-		refused[topic] = true
-		c.log.Warn("not authorized to read a topic: grant Read on it to the comparator's Kafka user (docs/dark.md)",
-			"pipeline", pipeline, "topic", topic, "err", err)
-		return
+	if errs[topic] == nil {
+		errs[topic] = &kafka.ErrorLog{}
 	}
-	c.log.Debug("fetch error", "pipeline", pipeline, "topic", topic, "partition", p, "err", err)
+	errs[topic].Note(log, msg, topic, p, err)
 }
 
 // targets returns the targets to judge: the config's, and the enabled

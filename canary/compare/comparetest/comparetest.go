@@ -39,12 +39,21 @@ func Start(t testing.TB, target string) *Pipelines {
 	return p
 }
 
-// StartOn is Start on clusters the test started (with TLS, SASL and
-// authorization, say): primary, standby and dark are a user's that may
-// create and write the topics, such as kafkatest.AuthorizedCluster's admin.
-func StartOn(t testing.TB, target string, primary, standby, dark kafka.Cluster) *Pipelines {
+// Cluster is a cluster the test started: its brokers and, on a cluster
+// with TLS, SASL and authorization, the settings of a user that may create
+// and write the compared topics (a superuser).
+type Cluster struct {
+	Brokers []string
+	Auth    *contract.KafkaAuth
+}
+
+// StartOn is Start on clusters the test started.
+func StartOn(t testing.TB, target string, primary, standby, dark Cluster) *Pipelines {
 	t.Helper()
-	p := &Pipelines{Target: target, on: [3]kafka.Cluster{primary, standby, dark}}
+	p := &Pipelines{Target: target}
+	for i, c := range []Cluster{primary, standby, dark} {
+		p.on[i] = kafka.Cluster{Brokers: c.Brokers, Auth: c.Auth}
+	}
 	p.createTopics(t)
 	return p
 }
