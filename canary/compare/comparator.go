@@ -267,7 +267,7 @@ func (c *Comparator) round() {
 func (c *Comparator) read(ctx context.Context, src Source, cl kafka.Cluster, t contract.Topics) {
 	topics := map[string]string{t.BudgetStatus: outdiff.BudgetStatus, t.Pacing: outdiff.Pacing, t.BidMultipliers: outdiff.BidMultipliers, t.Health: ""}
 	from := time.Now().Add(-c.cfg.Horizon)
-	c.poll(ctx, src, cl, []string{t.BudgetStatus, t.Pacing, t.BidMultipliers, t.Health}, kgo.NewOffset().AfterMilli(from.UnixMilli()),
+	c.poll(ctx, src, cl, readTopics(t), kgo.NewOffset().AfterMilli(from.UnixMilli()),
 		func(r *kgo.Record, at time.Time) error {
 			if r.Topic == t.Health {
 				s, err := contract.DecodeHealthSample(r.Value)
@@ -307,14 +307,13 @@ func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, top
 		return
 	}
 	defer client.Close()
+	log, errs := c.log.With("pipeline", label), map[string]*kafka.ErrorLog{} // one per topic: each refused topic is named
 	for {
 		fs := client.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(topic string, p int32, err error) {
-			c.log.Debug("fetch error", "pipeline", label, "topic", topic, "partition", p, "err", err)
-		})
+		fs.EachError(func(topic string, p int32, err error) { c.fetchError(log, errs, label, topic, p, err) })
 		at := time.Now()
 		c.mu.Lock()
 		fs.EachRecord(func(r *kgo.Record) {
@@ -325,6 +324,23 @@ func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, top
 		})
 		c.mu.Unlock()
 	}
+}
+
+// fetchError counts a failed read of a pipeline's topic and logs it at
+// WARN once per change of the topic's error (a refusal recurs at every
+// metadata refresh). A refusal (reason not_authorized: the user lacks
+// an ACL of LiveKafkaACLs or TargetKafkaACLs) is logged naming what to
+// grant.
+func (c *Comparator) fetchError(log *slog.Logger, errs map[string]*kafka.ErrorLog, pipeline, topic string, p int32, err error) {
+	reason, msg := "fetch_failed", "compare: reading a pipeline's topic"
+	if kafka.NotAuthorized(err) {
+		reason, msg = "not_authorized", "compare: not authorized to read a topic: grant Read on it to the comparator's Kafka user (docs/dark.md)"
+	}
+	c.m.readErrors.WithLabelValues(pipeline, reason).Inc()
+	if errs[topic] == nil {
+		errs[topic] = &kafka.ErrorLog{}
+	}
+	errs[topic].Note(log, msg, topic, p, err)
 }
 
 // targets returns the targets to judge: the config's, and the enabled

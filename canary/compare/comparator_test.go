@@ -34,7 +34,13 @@ func startComparator(t *testing.T, p *comparetest.Pipelines) (*Comparator, *prom
 	cfg.Clusters.Standby.Brokers = p.Standby.ListenAddrs()
 	cfg.Targets = []TargetConfig{{Name: p.Target, Source: "primary", KafkaCluster: contract.KafkaCluster{Brokers: p.Dark.ListenAddrs()}}}
 	reg := prometheus.NewRegistry()
-	c, err := New(Options{Config: cfg, Registerer: reg})
+	return runComparator(t, Options{Config: cfg, Registerer: reg}), reg
+}
+
+// runComparator runs a comparator of o until the test ends.
+func runComparator(t *testing.T, o Options) *Comparator {
+	t.Helper()
+	c, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +53,18 @@ func startComparator(t *testing.T, p *comparetest.Pipelines) (*Comparator, *prom
 			t.Error(err)
 		}
 	})
-	return c, reg
+	return c
 }
 
 // settle waits until the report has compared want points of every output.
 func settle(t *testing.T, c *Comparator, want int) Report {
+	t.Helper()
+	return settleOutputs(t, c, want, outputs, nil)
+}
+
+// settleOutputs waits until the report has compared want points of each of
+// outs and also holds, when set.
+func settleOutputs(t *testing.T, c *Comparator, want int, outs []string, also func(Report) bool) Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -59,15 +72,15 @@ func settle(t *testing.T, c *Comparator, want int) Report {
 		if len(r.Targets) == 0 {
 			return false
 		}
-		for _, o := range []string{"budget-status", "pacing", "bid-multipliers"} {
+		for _, o := range outs {
 			if r.Targets[0].Points[o] < want {
 				return false
 			}
 		}
-		return true
+		return also == nil || also(r)
 	})
 	if err != nil {
-		t.Fatalf("the comparator did not compare %d points of each output: %v; report %+v", want, err, c.Report().Targets)
+		t.Fatalf("the comparator did not compare %d points of %v: %v; report %+v", want, outs, err, c.Report().Targets)
 	}
 	return c.Report()
 }

@@ -20,6 +20,7 @@ type metrics struct {
 	lastComparison *prometheus.GaugeVec
 	records        *prometheus.CounterVec
 	badRecords     *prometheus.CounterVec
+	readErrors     *prometheus.CounterVec
 	zkErrors       prometheus.Counter
 	known          map[string]bool
 }
@@ -49,6 +50,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Output and health records the comparator read, per pipeline (primary, standby, dark NAME)."}, []string{"pipeline"}),
 		badRecords: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_dark_compare_bad_records_total",
 			Help: "Records the comparator could not decode, per pipeline."}, []string{"pipeline"}),
+		readErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_dark_compare_read_errors_total",
+			Help: "Failed reads of a pipeline's topics, per pipeline and reason (not_authorized: the comparator's user lacks Read on a topic; fetch_failed)."}, []string{"pipeline", "reason"}),
 		zkErrors: f.NewCounter(prometheus.CounterOpts{Name: "hotpair_dark_compare_zk_errors_total",
 			Help: "Failed reads of the dark targets from ZooKeeper."}),
 		known: map[string]bool{},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hotpair/hotpair/canary/compare"
 	"github.com/hotpair/hotpair/canary/dispatch"
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/monitor"
@@ -64,27 +65,48 @@ func dispatchACLs(path string, targets []string) ([]aclSet, error) {
 	return sets, nil
 }
 
+// compareACLs are the ACLs of a dark comparator: the same on both live
+// clusters, and on the cluster of each target its config lists and of each
+// dark target named (targets in ZooKeeper come and go at run time: grant a
+// target's when it is added).
+func compareACLs(path string, targets []string) ([]aclSet, error) {
+	c, err := compare.LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	sets := []aclSet{{cluster: "each side's cluster (the same on both)", acls: c.LiveKafkaACLs()}}
+	for _, t := range c.Targets {
+		sets = append(sets, aclSet{cluster: "dark target " + t.Name + "'s cluster (" + strings.Join(t.Brokers, ",") + ")",
+			acls: compare.TargetKafkaACLs(t.Name)})
+	}
+	for _, name := range targets {
+		if !slices.ContainsFunc(c.Targets, func(t compare.TargetConfig) bool { return t.Name == name }) {
+			sets = append(sets, aclSet{cluster: "dark target " + name + "'s cluster", acls: compare.TargetKafkaACLs(name)})
+		}
+	}
+	return sets, nil
+}
+
 // configACLs is "hotpair config acls": the Kafka ACLs the daemon that each
 // file configures needs, as kafka-acls.sh commands. Exit 0: printed; 1: a
 // file is bad; 2: usage.
 func configACLs(a *app, args []string) int {
-	var kinds []string
-	for _, k := range configKinds {
-		if k.acls != nil {
-			kinds = append(kinds, k.name)
-		}
+	kinds := make([]string, len(configKinds))
+	for i, k := range configKinds {
+		kinds[i] = k.name
 	}
 	fs := newFlags(a, "config acls", "config acls [--kind "+strings.Join(kinds, "|")+"] [--principal User:NAME] [--dark-target NAME]... FILE...\n\n"+
 		"Prints the Kafka ACLs the daemon each FILE configures needs on each cluster it uses, as kafka-acls.sh\n"+
 		"commands for its principal (docs/security.md):\n"+
 		"  hotpair config acls --principal User:hotpair-pipeline primary.yml\n"+
 		"  hotpair config acls dispatch.yml --dark-target candidate   # and on a dark target's cluster\n"+
+		"  hotpair config acls dark-compare.yml --dark-target candidate\n"+
 		"  hotpair config acls --format strimzi primary.yml         # a KafkaUser's spec.authorization.acls")
 	kind := fs.String("kind", "", "the kind of every FILE: "+strings.Join(kinds, ", ")+" (default: told from its keys)")
 	principal := fs.String("principal", "", "the principal the daemon authenticates as (default User:hotpair-KIND)")
 	format := fs.String("format", "kafka-acls", "kafka-acls: kafka-acls.sh commands; strimzi: the acls list of a Strimzi KafkaUser's spec.authorization")
 	var targets listFlag
-	fs.Var(&targets, "dark-target", "a dark target's name, for a dark-dispatch config: its cluster's ACLs too (repeatable)")
+	fs.Var(&targets, "dark-target", "a dark target's name, for a dark-dispatch or dark-compare config: its cluster's ACLs too (repeatable)")
 	files, code, done := parseInterleaved(fs, args)
 	if done {
 		return code
@@ -109,9 +131,6 @@ func configACLs(a *app, args []string) int {
 	bad := 0
 	for _, f := range files {
 		k, err := kindOf(f, *kind)
-		if err == nil && k.acls == nil {
-			err = fmt.Errorf("config acls does not cover a %s config: see docs/security.md", k.name)
-		}
 		var sets []aclSet
 		if err == nil {
 			sets, err = k.acls(f, targets)

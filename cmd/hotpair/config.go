@@ -26,8 +26,8 @@ type configKind struct {
 	// check loads the file as its daemon does at start and returns every
 	// problem (errors.Join of several is reported one per line).
 	check func(path string) error
-	// acls, if set, returns the Kafka ACLs the daemon needs, per cluster
-	// (`config acls`).
+	// acls returns the Kafka ACLs the daemon needs, per cluster (`config
+	// acls`); every kind has them.
 	acls func(path string, darkTargets []string) ([]aclSet, error)
 }
 
@@ -73,7 +73,8 @@ var configKinds = []configKind{
 			}
 			_, err = compare.New(compare.Options{Config: c}) // reads the files the security blocks name
 			return err
-		}},
+		},
+		acls: compareACLs},
 }
 
 // checkableCommands are the command lines `config check -- COMMAND…`

@@ -153,8 +153,32 @@ func TestConfigACLs(t *testing.T) {
 		t.Errorf("--format strimzi: exit %d, want %q in\n%s", code, want, out)
 	}
 	dark := "../../canary/compare/testdata/dark-compare.yml"
-	if code, out, _ := opRun("config", "acls", dark); code != 1 || !strings.Contains(out, "does not cover a dark-compare config") {
-		t.Errorf("dark-compare: exit %d\n%s", code, out)
+	code, out, errOut = opRun("config", "acls", "--principal", "User:ads-a", "--dark-target", "cand", dark)
+	if want := "# dark-compare " + dark + ": on each side's cluster (the same on both)\n" +
+		add + "--topic bid-multipliers --operation Read\n" +
+		add + "--topic budget-status --operation Read\n" +
+		add + "--topic hotpair-health --operation Read\n" +
+		add + "--topic pacing --operation Read\n" +
+		"# dark-compare " + dark + ": on dark target cand's cluster\n" +
+		add + "--topic dark.cand.bid-multipliers --operation Read\n" +
+		add + "--topic dark.cand.budget-status --operation Read\n" +
+		add + "--topic dark.cand.budgets --operation Read\n" +
+		add + "--topic dark.cand.hotpair-health --operation Read\n" +
+		add + "--topic dark.cand.pacing --operation Read\n"; code != 0 || out != want {
+		t.Errorf("dark-compare: exit %d\n%s%s\nwant\n%s", code, out, errOut, want)
+	}
+	// A target the config lists is covered without --dark-target, once.
+	fixed := writeFile(t, t.TempDir(), "compare.yml", "clusters: {primary: {brokers: [\"a:9092\"]}, standby: {brokers: [\"b:9092\"]}}\n"+
+		"topic_prefix: ads.\ntargets: [{name: fixed, brokers: [\"d:9092\"]}]\n")
+	code, out, errOut = opRun("config", "acls", "--dark-target", "fixed", fixed)
+	if code != 0 || strings.Count(out, "--topic dark.fixed.budgets --operation Read\n") != 1 ||
+		!strings.Contains(out, ": on dark target fixed's cluster (d:9092)\n") || !strings.Contains(out, "--topic ads.pacing --operation Read\n") {
+		t.Errorf("dark-compare with a target: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, k := range configKinds {
+		if k.acls == nil {
+			t.Errorf("config acls does not cover a %s config", k.name)
+		}
 	}
 	for _, args := range [][]string{{"--principal", "ads-a", pipe}, {"--dark-target", "Bad_Name", disp}, {"--format", "yaml", pipe}, {}} {
 		if code, _, errOut := opRun(append([]string{"config", "acls"}, args...)...); code != 2 || !strings.Contains(errOut, "usage: hotpair config acls") {

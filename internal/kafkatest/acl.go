@@ -91,3 +91,13 @@ func KfakeACLs(t testing.TB, acls []contract.KafkaACL) []kfake.ACL {
 	}
 	return out
 }
+
+// ACLStrings are acls as kafka-acls.sh options (KafkaACL.String), one
+// each: what a test of a daemon's list compares with the lines it expects.
+func ACLStrings(acls []contract.KafkaACL) []string {
+	out := make([]string, len(acls))
+	for i, a := range acls {
+		out[i] = a.String()
+	}
+	return out
+}

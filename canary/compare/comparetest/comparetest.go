@@ -20,8 +20,13 @@ import (
 // Pipelines are the three clusters: live primary and standby, and the dark
 // target's, whose topics carry the prefix dark.<Target>.
 type Pipelines struct {
-	Target                 string
+	Target string
+	// Primary, Standby and Dark are the clusters Start started (nil after
+	// StartOn).
 	Primary, Standby, Dark *kfake.Cluster
+	// on are the clusters written to, primary, standby and dark, with
+	// their security settings.
+	on [3]kafka.Cluster
 }
 
 // Start starts the clusters with every compared topic and budgets (3
@@ -29,21 +34,51 @@ type Pipelines struct {
 func Start(t testing.TB, target string) *Pipelines {
 	t.Helper()
 	p := &Pipelines{Target: target, Primary: kafkatest.Cluster(t), Standby: kafkatest.Cluster(t), Dark: kafkatest.Cluster(t)}
-	for _, c := range []struct {
-		cl     *kfake.Cluster
-		prefix string
-	}{{p.Primary, ""}, {p.Standby, ""}, {p.Dark, contract.DarkPrefix(target)}} {
-		tp := contract.TopicsWithPrefix(c.prefix)
+	p.on = [3]kafka.Cluster{{Brokers: p.Primary.ListenAddrs()}, {Brokers: p.Standby.ListenAddrs()}, {Brokers: p.Dark.ListenAddrs()}}
+	p.createTopics(t)
+	return p
+}
+
+// Cluster is a cluster the test started: its brokers and, on a cluster
+// with TLS, SASL and authorization, the settings of a user that may create
+// and write the compared topics (a superuser).
+type Cluster struct {
+	Brokers []string
+	Auth    *contract.KafkaAuth
+}
+
+// StartOn is Start on clusters the test started.
+func StartOn(t testing.TB, target string, primary, standby, dark Cluster) *Pipelines {
+	t.Helper()
+	p := &Pipelines{Target: target}
+	for i, c := range []Cluster{primary, standby, dark} {
+		p.on[i] = kafka.Cluster{Brokers: c.Brokers, Auth: c.Auth}
+	}
+	p.createTopics(t)
+	return p
+}
+
+// createTopics creates every compared topic and budgets on the three
+// clusters.
+func (p *Pipelines) createTopics(t testing.TB) {
+	t.Helper()
+	for i, prefix := range []string{"", "", contract.DarkPrefix(p.Target)} {
+		tp := contract.TopicsWithPrefix(prefix)
 		specs := []kafka.TopicSpec{{Name: tp.BudgetStatus, Compacted: true}, {Name: tp.Pacing, Compacted: true},
 			{Name: tp.BidMultipliers, Compacted: true}, {Name: tp.Health}, {Name: tp.Budgets, Compacted: true}}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := kafka.EnsureTopics(ctx, kafka.Cluster{Brokers: c.cl.ListenAddrs()}, 3, 1, specs...)
+		err := kafka.EnsureTopics(ctx, p.on[i], 3, 1, specs...)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	return p
+}
+
+// client is a producer of cluster i (0 primary, 1 standby, 2 dark).
+func (p *Pipelines) client(t testing.TB, i int) *kgo.Client {
+	t.Helper()
+	return kafkatest.ClientOf(t, p.on[i], kgo.ProducerLinger(time.Millisecond))
 }
 
 // Row is one campaign's outputs.
@@ -104,13 +139,12 @@ func Good() Row { return Row{Status: "active", Spent: 5000, Rate: 0.5, Mult: 1} 
 func (p *Pipelines) Write(t testing.TB, n int, change func(pipeline string, i int, r Row) Row) {
 	t.Helper()
 	at := time.Now().UTC()
-	for _, c := range []struct {
+	for i, c := range []struct {
 		name   string
-		cl     *kfake.Cluster
 		prefix string
-	}{{"primary", p.Primary, ""}, {"standby", p.Standby, ""}, {"dark", p.Dark, contract.DarkPrefix(p.Target)}} {
+	}{{"primary", ""}, {"standby", ""}, {"dark", contract.DarkPrefix(p.Target)}} {
 		tp := contract.TopicsWithPrefix(c.prefix)
-		cl := kafkatest.Client(t, c.cl.ListenAddrs(), kgo.ProducerLinger(time.Millisecond))
+		cl := p.client(t, i)
 		var recs []*kgo.Record
 		for i := range n {
 			r := Good()
@@ -148,7 +182,7 @@ func (p *Pipelines) Sample(t testing.TB, n int) {
 		}
 		recs = append(recs, &kgo.Record{Topic: contract.TopicsWithPrefix(contract.DarkPrefix(p.Target)).Budgets, Key: []byte(camp), Value: b})
 	}
-	cl := kafkatest.Client(t, p.Dark.ListenAddrs(), kgo.ProducerLinger(time.Millisecond))
+	cl := p.client(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -170,14 +204,13 @@ type Cost struct {
 func (p *Pipelines) WriteHealth(t testing.TB, windows, instances int, cost, darkCost Cost) {
 	t.Helper()
 	start := time.Now().Add(-time.Duration(windows) * 5 * time.Second).UTC()
-	for _, c := range []struct {
+	for i, c := range []struct {
 		side   contract.Side
 		role   contract.Role
-		cl     *kfake.Cluster
 		prefix string
 		cost   Cost
-	}{{contract.Primary, contract.RoleLive, p.Primary, "", cost}, {contract.Standby, contract.RoleLive, p.Standby, "", cost},
-		{contract.Primary, contract.RoleDark, p.Dark, contract.DarkPrefix(p.Target), darkCost}} {
+	}{{contract.Primary, contract.RoleLive, "", cost}, {contract.Standby, contract.RoleLive, "", cost},
+		{contract.Primary, contract.RoleDark, contract.DarkPrefix(p.Target), darkCost}} {
 		var recs []*kgo.Record
 		for w := range windows {
 			for i := range instances {
@@ -196,7 +229,7 @@ func (p *Pipelines) WriteHealth(t testing.TB, windows, instances int, cost, dark
 				recs = append(recs, &kgo.Record{Topic: contract.TopicsWithPrefix(c.prefix).Health, Key: []byte(s.Key()), Value: b})
 			}
 		}
-		cl := kafkatest.Client(t, c.cl.ListenAddrs(), kgo.ProducerLinger(time.Millisecond))
+		cl := p.client(t, i)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := cl.ProduceSync(ctx, recs...).FirstErr()
 		cancel()
