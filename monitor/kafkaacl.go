@@ -23,7 +23,7 @@ import (
 //   - with dark.enabled, the comparator also reads the live outputs:
 //     <topic_prefix>budget-status, pacing and bid-multipliers: Read. The dark
 //     targets' own clusters (dark_kafka's user) need Read on their topics,
-//     prefixed dark.<name>.: those are the dark canary's ACLs, not here.
+//     prefixed dark.<name>.: compare.TargetKafkaACLs.
 //
 // All names are literal: the monitor uses no generated names. Implied
 // operations are not listed: Kafka grants Describe (metadata, the offset

@@ -38,12 +38,34 @@ func pipelineACLs(path string, _ []string) ([]aclSet, error) {
 }
 
 // monitorACLs are the ACLs of a monitor replica, the same on both clusters.
-func monitorACLs(path string, _ []string) ([]aclSet, error) {
+// With dark.enabled, its comparator also reads each dark target named, as
+// the dark_kafka user.
+func monitorACLs(path string, targets []string) ([]aclSet, error) {
 	c, err := monitor.LoadConfig(path)
 	if err != nil {
 		return nil, err
 	}
-	return []aclSet{{cluster: "each side's cluster (the same on both)", acls: c.KafkaACLs()}}, nil
+	sets := []aclSet{{cluster: "each side's cluster (the same on both)", acls: c.KafkaACLs()}}
+	if c.Dark.Enabled {
+		sets = append(sets, compareTargetSets(c.Dark.Targets, targets, ", as the dark_kafka user")...)
+	}
+	return sets, nil
+}
+
+// compareTargetSets are the comparator's ACLs on each dark target's
+// cluster: the config's targets, then those named that it lacks.
+func compareTargetSets(static []compare.TargetConfig, named []string, as string) []aclSet {
+	var sets []aclSet
+	for _, t := range static {
+		sets = append(sets, aclSet{cluster: "dark target " + t.Name + "'s cluster (" + strings.Join(t.Brokers, ",") + ")" + as,
+			acls: compare.TargetKafkaACLs(t.Name)})
+	}
+	for _, name := range named {
+		if !slices.ContainsFunc(static, func(t compare.TargetConfig) bool { return t.Name == name }) {
+			sets = append(sets, aclSet{cluster: "dark target " + name + "'s cluster" + as, acls: compare.TargetKafkaACLs(name)})
+		}
+	}
+	return sets
 }
 
 // dispatchACLs are the ACLs of a dark dispatcher: on the live cluster, and
@@ -75,16 +97,7 @@ func compareACLs(path string, targets []string) ([]aclSet, error) {
 		return nil, err
 	}
 	sets := []aclSet{{cluster: "each side's cluster (the same on both)", acls: c.LiveKafkaACLs()}}
-	for _, t := range c.Targets {
-		sets = append(sets, aclSet{cluster: "dark target " + t.Name + "'s cluster (" + strings.Join(t.Brokers, ",") + ")",
-			acls: compare.TargetKafkaACLs(t.Name)})
-	}
-	for _, name := range targets {
-		if !slices.ContainsFunc(c.Targets, func(t compare.TargetConfig) bool { return t.Name == name }) {
-			sets = append(sets, aclSet{cluster: "dark target " + name + "'s cluster", acls: compare.TargetKafkaACLs(name)})
-		}
-	}
-	return sets, nil
+	return append(sets, compareTargetSets(c.Targets, targets, "")...), nil
 }
 
 // configACLs is "hotpair config acls": the Kafka ACLs the daemon that each

@@ -148,6 +148,18 @@ func TestConfigACLs(t *testing.T) {
 	if code, out, _ := opRun("config", "acls", pipe); code != 0 || !strings.Contains(out, "--allow-principal User:hotpair-pipeline ") {
 		t.Errorf("default principal: exit %d\n%s", code, out)
 	}
+	darkMon, err := os.ReadFile(mon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	darkMonFile := writeFile(t, t.TempDir(), "monitor.yml", strings.Replace(string(darkMon), "enabled: false", "enabled: true", 1))
+	code, out, _ = opRun("config", "acls", "--kind", "monitor", "--dark-target", "cand", darkMonFile)
+	for _, want := range []string{"--topic budget-status --operation Read\n", ": on dark target cand's cluster, as the dark_kafka user\n",
+		"--topic dark.cand.budgets --operation Read\n"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("monitor with dark.enabled: exit %d, want %q in\n%s", code, want, out)
+		}
+	}
 	code, out, _ = opRun("config", "acls", "--format", "strimzi", mon)
 	if want := "- resource: {type: topic, name: hotpair-decisions, patternType: literal}\n  operations: [AlterConfigs, Create, Read, Write]\n"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("--format strimzi: exit %d, want %q in\n%s", code, want, out)
