@@ -104,10 +104,7 @@ func compareACLs(path string, targets []string) ([]aclSet, error) {
 // file configures needs, as kafka-acls.sh commands. Exit 0: printed; 1: a
 // file is bad; 2: usage.
 func configACLs(a *app, args []string) int {
-	kinds := make([]string, len(configKinds))
-	for i, k := range configKinds {
-		kinds[i] = k.name
-	}
+	kinds := kindNames()
 	fs := newFlags(a, "config acls", "config acls [--kind "+strings.Join(kinds, "|")+"] [--principal User:NAME] [--dark-target NAME]... FILE...\n\n"+
 		"Prints the Kafka ACLs the daemon each FILE configures needs on each cluster it uses, as kafka-acls.sh\n"+
 		"commands for its principal (docs/security.md):\n"+

@@ -106,14 +106,20 @@ func runConfig(ctx context.Context, a *app, args []string) int {
 	return 2
 }
 
-// configCheck is "hotpair config check": every file (and the command line
-// after --) checked as the daemons check them at start; every problem is
-// printed. Exit 0: all good; 1: a problem; 2: usage.
-func configCheck(ctx context.Context, a *app, args []string) int {
+// kindNames are the names of configKinds.
+func kindNames() []string {
 	kinds := make([]string, len(configKinds))
 	for i, k := range configKinds {
 		kinds[i] = k.name
 	}
+	return kinds
+}
+
+// configCheck is "hotpair config check": every file (and the command line
+// after --) checked as the daemons check them at start; every problem is
+// printed. Exit 0: all good; 1: a problem; 2: usage.
+func configCheck(ctx context.Context, a *app, args []string) int {
+	kinds := kindNames()
 	fs := newFlags(a, "config check", "config check [--kind "+strings.Join(kinds, "|")+"] FILE... [-- COMMAND [ARGS...]]\n\n"+
 		"Checks config files as the daemons load them at start (the kind is told from the file's keys unless\n"+
 		"--kind is given), and a hotpair command line after -- as that command parses it, without running it:\n"+
