@@ -257,12 +257,12 @@ func (w *sideWriter) send(ctx context.Context) {
 			}
 		}
 		w.client.Produce(ctx, r, func(r *kgo.Record, err error) {
-			switch {
-			case kafka.NotAuthorized(err):
-				w.lose(r, err, "not_authorized")
-				return
-			case err != nil:
-				w.lose(r, err, "delivery_failed")
+			if err != nil {
+				reason := "delivery_failed"
+				if kafka.NotAuthorized(err) {
+					reason = "not_authorized"
+				}
+				w.lose(r, err, reason)
 				return
 			}
 			w.mu.Lock()
