@@ -67,6 +67,25 @@ func startPipeline(t testing.TB, o Options) (p *Pipeline, stop func()) {
 	return p, stop
 }
 
+// waitReady waits until every pipeline runs all its stages with their
+// state recovered (Ready has no change feed: it is looked at every 20 ms),
+// at most a minute.
+func waitReady(t *testing.T, ps ...*Pipeline) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for _, p := range ps {
+		for !p.Ready() {
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("pipeline %s not ready within a minute", p.opts.Side)
+			}
+		}
+	}
+}
+
 // runToStop runs a pipeline with options o that must stop at start by
 // itself, and returns why (the test fails if it is still running after 30 s).
 func runToStop(t *testing.T, o Options) error {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,14 +22,23 @@ import (
 func TestClosedClusterDoesNotStopTheOtherSide(t *testing.T) {
 	primaryCluster := kafkatest.Cluster(t)
 	primary, standby := primaryCluster.ListenAddrs(), kafkatest.Cluster(t).ListenAddrs()
-	startPipeline(t, testOptions(primary, contract.Primary))
-	startPipeline(t, testOptions(standby, contract.Standby))
+	pp, _ := startPipeline(t, testOptions(primary, contract.Primary))
+	sp, _ := startPipeline(t, testOptions(standby, contract.Standby))
 	in := dualIngester(t, primary, standby)
+	// Both sides run before anything is written: the ingester's short
+	// delivery timeout (for the cluster closed below) must not run out
+	// while a loaded machine starts them.
+	waitReady(t, pp, sp)
 
 	w := newWorkload(20, 0, 4)
 	w.writeBudgets(t, in)
 	for _, b := range [][]string{primary, standby} {
-		waitStatuses(t, b, 60*time.Second, budgetsApplied(len(w.budgets)))
+		waitStatuses(t, b, 60*time.Second, func(st map[string]contract.BudgetStatus) string {
+			if missing := budgetsApplied(len(w.budgets))(st); missing != "" {
+				return fmt.Sprintf("%s; ingester %+v", missing, in.Stats())
+			}
+			return ""
+		})
 	}
 	for i := range 100 {
 		b := newWorkload(20, 40, uint64(1000+i))

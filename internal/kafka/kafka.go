@@ -66,14 +66,25 @@ func EnsureTopics(ctx context.Context, c Cluster, partitions int32, replication 
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	// All at once; one at a time only if a topic is refused (kadm fails a
+	// listing as a whole then): a topic the principal may not describe is
+	// one to create, or to be refused creating, which says what to grant.
+	all, err := adm.ListTopics(ctx, names...)
+	perTopic := errors.Is(err, kerr.TopicAuthorizationFailed)
+	if err != nil && !perTopic {
+		return fmt.Errorf("kafka: looking up topics: %w", err)
+	}
 	for _, s := range specs {
-		// One topic at a time: kadm fails a listing as a whole when one of
-		// its topics is refused, and a topic the principal may not describe
-		// is one to create (or to be refused creating, which says what to
-		// grant).
-		listed, err := adm.ListTopics(ctx, s.Name)
-		if err != nil && !errors.Is(err, kerr.TopicAuthorizationFailed) {
-			return fmt.Errorf("kafka: looking up topic %s: %w", s.Name, err)
+		listed := all
+		if perTopic {
+			listed, err = adm.ListTopics(ctx, s.Name)
+			if err != nil && !errors.Is(err, kerr.TopicAuthorizationFailed) {
+				return fmt.Errorf("kafka: looking up topic %s: %w", s.Name, err)
+			}
 		}
 		if td, ok := listed[s.Name]; ok && err == nil && td.Err == nil {
 			if len(td.Partitions) == 0 { // another process is creating it
