@@ -149,6 +149,38 @@ func TestPipelineWithoutAnACLShowsTheStageFailing(t *testing.T) {
 	}
 }
 
+// Without Read on its loop topic goka does not fail the aggregator: it
+// logs the refusal at debug level and never reads the loop, so the windows
+// that only a timer closes never close. The stage says so: a warning
+// naming the topic, and hotpair_stage_consume_errors_total{reason=
+// "not_authorized"}.
+func TestStageThatMayNotReadItsLoopSaysSo(t *testing.T) {
+	missing := contract.KafkaACL{Resource: contract.ResourceTopic, Pattern: contract.PatternLiteral, Name: "hotpair-aggregator-loop", Operation: contract.OpRead}
+	warnings := make(chan slog.Record, 64)
+	log := slog.New(recordHandler{level: slog.LevelWarn, records: warnings})
+	_, reg, _ := runAuthorized(t, func(o Options) []contract.KafkaACL { return without(t, aclsOf(t, o), missing) }, log)
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case r := <-warnings:
+			attrs := map[string]string{}
+			r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+			if attrs["topic"] != "hotpair-aggregator-loop" || attrs["service"] != "aggregator" {
+				continue // e.g. health samples, late to start
+			}
+			if !strings.Contains(r.Message, "refused") {
+				t.Fatalf("warning %q %v: want it to say the cluster refused", r.Message, attrs)
+			}
+			if n, _ := metricvalue.Get(reg, "hotpair_stage_consume_errors_total", "service", "aggregator", "reason", "not_authorized"); n == 0 {
+				t.Error("hotpair_stage_consume_errors_total{reason=not_authorized} = 0")
+			}
+			return
+		case <-deadline:
+			t.Fatal("no warning named the aggregator's loop topic it may not read")
+		}
+	}
+}
+
 // recordHandler sends the records at level or above to records (dropping
 // them when it is full).
 type recordHandler struct {

@@ -19,6 +19,7 @@ type metrics struct {
 	lateEvents   *prometheus.CounterVec
 	outputs      *prometheus.CounterVec
 	restarts     *prometheus.CounterVec
+	consumeErrs  *prometheus.CounterVec
 	paused       *prometheus.GaugeVec
 	rateLimit    *prometheus.GaugeVec
 	partitions   *prometheus.GaugeVec
@@ -86,6 +87,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "hotpair_stage_restarts_total",
 			Help: "Times a stage's goka processor failed and was rebuilt by its supervisor.",
 		}, stage),
+		consumeErrs: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "hotpair_stage_consume_errors_total",
+			Help: "Errors goka's consumer met reading a stage's input or loop partitions, by reason: not_authorized " +
+				"(a missing Read ACL: that partition is not read at all) or fetch_failed. goka goes on without failing.",
+		}, append(stage, "reason")),
 		paused: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hotpair_stage_paused",
 			Help: "1 while a stage is paused (stops consuming) by an operator.",

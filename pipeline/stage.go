@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
@@ -17,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -52,6 +55,8 @@ type stage struct {
 	cancel context.CancelFunc // of the running processor; nil between runs
 	proc   *goka.Processor
 	kicked bool // the running processor was stopped by Restart, not by a failure
+	// consumeErrs tells goka's consumer errors (gokaLogger).
+	consumeErrs consumeErrors
 	// stores builds the processor's storage; it outlives clean stops (a
 	// memory store keeps its state, as a leveldb directory does) but not a
 	// failed run or a restart, which recover from the changelog as after a
@@ -65,7 +70,7 @@ type stageMetrics struct {
 	samples, sampleErrors, wakeups              prometheus.Counter
 	paused, partitions, pendingWakes, rateLimit prometheus.Gauge
 	lag, hopLag, outputDelay                    prometheus.Observer
-	deadLetters                                 *prometheus.CounterVec
+	deadLetters, consumeErrs                    *prometheus.CounterVec
 }
 
 func newStage(p *Pipeline, name contract.Stage) *stage {
@@ -83,13 +88,14 @@ func newStage(p *Pipeline, name contract.Stage) *stage {
 			sampleErrors: m.sampleErrors.With(l), wakeups: m.wakeups.With(l), paused: m.paused.With(l), rateLimit: m.rateLimit.With(l),
 			partitions: m.partitions.With(l), pendingWakes: m.pendingWakes.With(l), lag: m.lag.With(l), hopLag: m.hopLag.With(l),
 			outputDelay: m.outputDelay.With(l),
-			deadLetters: m.deadLetters.MustCurryWith(l),
+			deadLetters: m.deadLetters.MustCurryWith(l), consumeErrs: m.consumeErrs.MustCurryWith(l),
 		},
 	}
 	st.threshold = func(_ int32, now time.Time) int64 { return now.UnixMilli() }
 	st.wakeTick = p.opts.WakeInterval
 	st.wake.Assign(nil) // until the group assigns partitions
 	st.gate.init()
+	st.consumeErrs.count = st.m.consumeErrs
 	return st
 }
 
@@ -155,7 +161,7 @@ func (st *stage) runOnce(ctx context.Context) error {
 	opts := append(st.p.builders.ProcessorOptions(),
 		goka.WithStorageBuilder(sb),
 		goka.WithNilHandling(goka.NilProcess),
-		goka.WithLogger(gokaLogger{st.p.log.With("service", st.name)}),
+		goka.WithLogger(gokaLogger{l: st.p.log.With("service", st.name), consumer: &st.consumeErrs}),
 		goka.WithRebalanceCallback(func(a goka.Assignment) {
 			parts := st.sampler.assigned(a)
 			st.wake.Assign(parts)
@@ -444,9 +450,59 @@ func (l *limiter) wait(ctx context.Context) {
 }
 
 // gokaLogger sends goka's logs to slog at debug level; goka logs every
-// rebalance and recovery step.
-type gokaLogger struct{ l *slog.Logger }
+// rebalance and recovery step. But for its consumer's errors, which goka
+// only logs and goes on: a partition its principal may not read (a
+// missing ACL on the stage's loop topic, say) is then simply never read,
+// and the stage's timers never fire. Those are told by consumeErrors.
+type gokaLogger struct {
+	l        *slog.Logger
+	consumer *consumeErrors
+}
 
-func (g gokaLogger) Print(v ...any)                 { g.l.Debug(fmt.Sprint(v...)) }
-func (g gokaLogger) Println(v ...any)               { g.l.Debug(fmt.Sprint(v...)) }
-func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }
+// gokaConsumerError is how goka (v1.1.15, processor.go) logs an error of
+// its consumer group, after a prefix naming the processor.
+const gokaConsumerError = "error during execution of consumer group: %v"
+
+func (g gokaLogger) Print(v ...any)   { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Println(v ...any) { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Printf(format string, v ...any) {
+	if err, ok := soleError(v); ok && strings.HasSuffix(format, gokaConsumerError) && g.consumer != nil {
+		g.consumer.tell(g.l, err)
+		return
+	}
+	g.l.Debug(fmt.Sprintf(format, v...))
+}
+
+func soleError(v []any) (error, bool) {
+	if len(v) != 1 {
+		return nil, false
+	}
+	err, ok := v[0].(error)
+	return err, ok && err != nil
+}
+
+// consumeErrors counts a stage's consumer errors by reason and logs them
+// at warning level, once per change of error.
+type consumeErrors struct {
+	count *prometheus.CounterVec // by reason
+	mu    sync.Mutex
+	log   kafka.ErrorLog
+}
+
+func (c *consumeErrors) tell(l *slog.Logger, err error) {
+	reason, msg := "fetch_failed", "consuming a partition failed"
+	if errors.Is(err, sarama.ErrTopicAuthorizationFailed) || errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrGroupAuthorizationFailed) {
+		reason, msg = "not_authorized", "the cluster refused to let the stage read a partition: grant what `hotpair config acls` lists"
+	}
+	c.count.WithLabelValues(reason).Inc()
+	var topic string
+	var partition int32 = -1
+	var ce *sarama.ConsumerError
+	if errors.As(err, &ce) {
+		topic, partition = ce.Topic, ce.Partition
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log.Note(l, msg, topic, partition, err)
+}
