@@ -96,6 +96,9 @@ func newStage(p *Pipeline, name contract.Stage) *stage {
 	st.wake.Assign(nil) // until the group assigns partitions
 	st.gate.init()
 	st.consumeErrs.count = st.m.consumeErrs
+	for _, reason := range []string{"not_authorized", "fetch_failed"} {
+		st.m.consumeErrs.WithLabelValues(reason) // at 0 from the start, for rate() and alerts
+	}
 	return st
 }
 
