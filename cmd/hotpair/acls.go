@@ -105,7 +105,7 @@ func compareACLs(path string, targets []string) ([]aclSet, error) {
 // file is bad; 2: usage.
 func configACLs(a *app, args []string) int {
 	kinds := kindNames()
-	fs := newFlags(a, "config acls", "config acls [--kind "+strings.Join(kinds, "|")+"] [--principal User:NAME] [--dark-target NAME]... FILE...\n\n"+
+	fs := newFlags(a, "config acls", "config acls [--kind "+strings.Join(kinds, "|")+"] [--principal User:NAME] [--format kafka-acls|strimzi] [--dark-target NAME]... FILE...\n\n"+
 		"Prints the Kafka ACLs the daemon each FILE configures needs on each cluster it uses, as kafka-acls.sh\n"+
 		"commands for its principal (docs/security.md):\n"+
 		"  hotpair config acls --principal User:hotpair-pipeline primary.yml\n"+
@@ -116,7 +116,7 @@ func configACLs(a *app, args []string) int {
 	principal := fs.String("principal", "", "the principal the daemon authenticates as (default User:hotpair-KIND)")
 	format := fs.String("format", "kafka-acls", "kafka-acls: kafka-acls.sh commands; strimzi: the acls list of a Strimzi KafkaUser's spec.authorization")
 	var targets listFlag
-	fs.Var(&targets, "dark-target", "a dark target's name, for a dark-dispatch or dark-compare config: its cluster's ACLs too (repeatable)")
+	fs.Var(&targets, "dark-target", "a dark target's name, for a dark-dispatch or dark-compare config, or a monitor with dark.enabled: its cluster's ACLs too (repeatable)")
 	files, code, done := parseInterleaved(fs, args)
 	if done {
 		return code

@@ -102,7 +102,7 @@ func runConfig(ctx context.Context, a *app, args []string) int {
 		return configACLs(a, args[1:])
 	}
 	fmt.Fprintln(a.stderr, "usage: hotpair config check [--kind KIND] FILE... [-- COMMAND [ARGS...]]\n"+
-		"       hotpair config acls [--kind KIND] [--principal User:NAME] FILE...")
+		"       hotpair config acls [--kind KIND] [--principal User:NAME] [--format kafka-acls|strimzi] [--dark-target NAME]... FILE...")
 	return 2
 }
 
