@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
@@ -310,7 +309,7 @@ func (p *Pipeline) ensureTopics(ctx context.Context) error {
 		if errors.Is(err, kafka.ErrPartitionMismatch) {
 			return fmt.Errorf("pipeline: %w", err)
 		}
-		if errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		if kafka.NotAuthorized(err) {
 			// Not transient: an operator must grant it.
 			return fmt.Errorf("pipeline: %w: grant the pipeline's principal Create on its missing topics "+
 				"(hotpair config acls), or create them and set topics.create: false", err)

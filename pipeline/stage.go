@@ -20,6 +20,7 @@ import (
 
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/kafka"
+	"github.com/hotpair/hotpair/internal/kafka/kgoka"
 	"github.com/hotpair/hotpair/statestore"
 )
 
@@ -55,8 +56,9 @@ type stage struct {
 	cancel context.CancelFunc // of the running processor; nil between runs
 	proc   *goka.Processor
 	kicked bool // the running processor was stopped by Restart, not by a failure
-	// consumeErrs tells goka's consumer errors (gokaLogger).
-	consumeErrs consumeErrors
+	// consumeLog logs goka's consumer errors (consumeError).
+	consumeLogMu sync.Mutex
+	consumeLog   kafka.ErrorLog
 	// stores builds the processor's storage; it outlives clean stops (a
 	// memory store keeps its state, as a leveldb directory does) but not a
 	// failed run or a restart, which recover from the changelog as after a
@@ -95,8 +97,7 @@ func newStage(p *Pipeline, name contract.Stage) *stage {
 	st.wakeTick = p.opts.WakeInterval
 	st.wake.Assign(nil) // until the group assigns partitions
 	st.gate.init()
-	st.consumeErrs.count = st.m.consumeErrs
-	for _, reason := range []string{"not_authorized", "fetch_failed"} {
+	for _, reason := range []string{consumeNotAuthorized, consumeFetchFailed} {
 		st.m.consumeErrs.WithLabelValues(reason) // at 0 from the start, for rate() and alerts
 	}
 	return st
@@ -164,7 +165,7 @@ func (st *stage) runOnce(ctx context.Context) error {
 	opts := append(st.p.builders.ProcessorOptions(),
 		goka.WithStorageBuilder(sb),
 		goka.WithNilHandling(goka.NilProcess),
-		goka.WithLogger(gokaLogger{l: st.p.log.With("service", st.name), consumer: &st.consumeErrs}),
+		goka.WithLogger(gokaLogger{l: st.p.log.With("service", st.name), st: st}),
 		goka.WithRebalanceCallback(func(a goka.Assignment) {
 			parts := st.sampler.assigned(a)
 			st.wake.Assign(parts)
@@ -456,10 +457,10 @@ func (l *limiter) wait(ctx context.Context) {
 // rebalance and recovery step. But for its consumer's errors, which goka
 // only logs and goes on: a partition its principal may not read (a
 // missing ACL on the stage's loop topic, say) is then simply never read,
-// and the stage's timers never fire. Those are told by consumeErrors.
+// and the stage's timers never fire. Those go to consumeError.
 type gokaLogger struct {
-	l        *slog.Logger
-	consumer *consumeErrors
+	l  *slog.Logger
+	st *stage
 }
 
 // gokaConsumerError is how goka (v1.1.15, processor.go) logs an error of
@@ -469,43 +470,34 @@ const gokaConsumerError = "error during execution of consumer group: %v"
 func (g gokaLogger) Print(v ...any)   { g.l.Debug(fmt.Sprint(v...)) }
 func (g gokaLogger) Println(v ...any) { g.l.Debug(fmt.Sprint(v...)) }
 func (g gokaLogger) Printf(format string, v ...any) {
-	if err, ok := soleError(v); ok && strings.HasSuffix(format, gokaConsumerError) && g.consumer != nil {
-		g.consumer.tell(g.l, err)
-		return
+	if len(v) == 1 && strings.HasSuffix(format, gokaConsumerError) {
+		if err, ok := v[0].(error); ok {
+			g.st.consumeError(g.l, err)
+			return
+		}
 	}
 	g.l.Debug(fmt.Sprintf(format, v...))
 }
 
-func soleError(v []any) (error, bool) {
-	if len(v) != 1 {
-		return nil, false
-	}
-	err, ok := v[0].(error)
-	return err, ok && err != nil
-}
+// The reasons of hotpair_stage_consume_errors_total.
+const (
+	consumeNotAuthorized = "not_authorized" // a missing Read ACL: the partition is not read at all
+	consumeFetchFailed   = "fetch_failed"
+)
 
-// consumeErrors counts a stage's consumer errors by reason and logs them
-// at warning level, once per change of error.
-type consumeErrors struct {
-	count *prometheus.CounterVec // by reason
-	mu    sync.Mutex
-	log   kafka.ErrorLog
-}
-
-func (c *consumeErrors) tell(l *slog.Logger, err error) {
-	reason, msg := "fetch_failed", "consuming a partition failed"
-	if errors.Is(err, sarama.ErrTopicAuthorizationFailed) || errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
-		errors.Is(err, sarama.ErrGroupAuthorizationFailed) {
-		reason, msg = "not_authorized", "the cluster refused to let the stage read a partition: grant what `hotpair config acls` lists"
+// consumeError counts an error of goka's consumer by reason and logs it at
+// warning level, once per change of its partition's error.
+func (st *stage) consumeError(l *slog.Logger, err error) {
+	reason, msg := consumeFetchFailed, "consuming a partition failed"
+	if kgoka.NotAuthorized(err) {
+		reason, msg = consumeNotAuthorized, "the cluster refused to let the stage read a partition: grant what `hotpair config acls` lists"
 	}
-	c.count.WithLabelValues(reason).Inc()
-	var topic string
-	var partition int32 = -1
-	var ce *sarama.ConsumerError
-	if errors.As(err, &ce) {
+	st.m.consumeErrs.WithLabelValues(reason).Inc()
+	topic, partition := "", int32(-1)
+	if ce := (*sarama.ConsumerError)(nil); errors.As(err, &ce) {
 		topic, partition = ce.Topic, ce.Partition
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.log.Note(l, msg, topic, partition, err)
+	st.consumeLogMu.Lock()
+	defer st.consumeLogMu.Unlock()
+	st.consumeLog.Note(l, msg, topic, partition, err)
 }

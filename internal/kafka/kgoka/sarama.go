@@ -6,6 +6,7 @@
 package kgoka
 
 import (
+	"errors"
 	"hash"
 	"time"
 
@@ -126,4 +127,11 @@ func (b Builders) TopicManagerBuilder() goka.TopicManagerBuilder {
 		tm.CreateTopicTimeout = 10 * time.Second
 		return goka.NewTopicManager(brokers, b.cfg(), tm)
 	}
+}
+
+// NotAuthorized is kafka.NotAuthorized for the errors of goka's sarama
+// clients as well: the cluster refused the principal an operation.
+func NotAuthorized(err error) bool {
+	return errors.Is(err, sarama.ErrTopicAuthorizationFailed) || errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrGroupAuthorizationFailed) || kafka.NotAuthorized(err)
 }
