@@ -307,7 +307,7 @@ func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, top
 		return
 	}
 	defer client.Close()
-	log, errs := c.log.With("pipeline", label), map[string]*kafka.ErrorLog{} // one per topic: each refused topic is named
+	log, errs := c.log.With("pipeline", label), &kafka.ErrorLog{}
 	for {
 		fs := client.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -327,20 +327,17 @@ func (c *Comparator) poll(ctx context.Context, src Source, cl kafka.Cluster, top
 }
 
 // fetchError counts a failed read of a pipeline's topic and logs it at
-// WARN once per change of the topic's error (a refusal recurs at every
+// WARN once per change of the partition's error (a refusal recurs at every
 // metadata refresh). A refusal (reason not_authorized: the user lacks
 // an ACL of LiveKafkaACLs or TargetKafkaACLs) is logged naming what to
 // grant.
-func (c *Comparator) fetchError(log *slog.Logger, errs map[string]*kafka.ErrorLog, pipeline, topic string, p int32, err error) {
+func (c *Comparator) fetchError(log *slog.Logger, errs *kafka.ErrorLog, pipeline, topic string, p int32, err error) {
 	reason, msg := "fetch_failed", "compare: reading a pipeline's topic"
 	if kafka.NotAuthorized(err) {
 		reason, msg = "not_authorized", "compare: not authorized to read a topic: grant Read on it to the comparator's Kafka user (docs/dark.md)"
 	}
 	c.m.readErrors.WithLabelValues(pipeline, reason).Inc()
-	if errs[topic] == nil {
-		errs[topic] = &kafka.ErrorLog{}
-	}
-	errs[topic].Note(log, msg, topic, p, err)
+	errs.Note(log, msg, topic, p, err)
 }
 
 // targets returns the targets to judge: the config's, and the enabled
