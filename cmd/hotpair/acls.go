@@ -170,15 +170,28 @@ func configACLs(a *app, args []string) int {
 	return 0
 }
 
+// byResource splits acls (sorted) into runs on the same resource.
+func byResource(acls []contract.KafkaACL) [][]contract.KafkaACL {
+	var runs [][]contract.KafkaACL
+	for i := 0; i < len(acls); {
+		j := i + 1
+		for j < len(acls) && acls[j].Resource == acls[i].Resource && acls[j].Pattern == acls[i].Pattern && acls[j].Name == acls[i].Name {
+			j++
+		}
+		runs = append(runs, acls[i:j])
+		i = j
+	}
+	return runs
+}
+
 // kafkaACLsLines are acls (sorted) as kafka-acls.sh options, one line per
 // resource with all of its operations.
 func kafkaACLsLines(acls []contract.KafkaACL) []string {
 	var out []string
-	for i := 0; i < len(acls); {
-		a := acls[i]
-		line := a.String()
-		for i++; i < len(acls) && acls[i].Resource == a.Resource && acls[i].Pattern == a.Pattern && acls[i].Name == a.Name; i++ {
-			line += " --operation " + acls[i].Operation
+	for _, run := range byResource(acls) {
+		line := run[0].String()
+		for _, a := range run[1:] {
+			line += " --operation " + a.Operation
 		}
 		out = append(out, line)
 	}
@@ -189,11 +202,10 @@ func kafkaACLsLines(acls []contract.KafkaACL) []string {
 // KafkaUser's spec.authorization (type simple), one rule per resource with
 // all of its operations.
 func writeStrimziACLs(w io.Writer, acls []contract.KafkaACL) {
-	for i := 0; i < len(acls); {
-		a := acls[i]
-		ops := []string{a.Operation}
-		for i++; i < len(acls) && acls[i].Resource == a.Resource && acls[i].Pattern == a.Pattern && acls[i].Name == a.Name; i++ {
-			ops = append(ops, acls[i].Operation)
+	for _, run := range byResource(acls) {
+		a, ops := run[0], make([]string, len(run))
+		for i, r := range run {
+			ops[i] = r.Operation
 		}
 		pattern := "literal"
 		if a.Pattern == contract.PatternPrefixed {
