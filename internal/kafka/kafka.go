@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -66,27 +67,12 @@ func EnsureTopics(ctx context.Context, c Cluster, partitions int32, replication 
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	names := make([]string, len(specs))
-	for i, s := range specs {
-		names[i] = s.Name
-	}
-	// All at once; one at a time only if a topic is refused (kadm fails a
-	// listing as a whole then): a topic the principal may not describe is
-	// one to create, or to be refused creating, which says what to grant.
-	all, err := adm.ListTopics(ctx, names...)
-	perTopic := errors.Is(err, kerr.TopicAuthorizationFailed)
-	if err != nil && !perTopic {
-		return fmt.Errorf("kafka: looking up topics: %w", err)
+	existing, err := describable(ctx, adm, specs)
+	if err != nil {
+		return err
 	}
 	for _, s := range specs {
-		listed := all
-		if perTopic {
-			listed, err = adm.ListTopics(ctx, s.Name)
-			if err != nil && !errors.Is(err, kerr.TopicAuthorizationFailed) {
-				return fmt.Errorf("kafka: looking up topic %s: %w", s.Name, err)
-			}
-		}
-		if td, ok := listed[s.Name]; ok && err == nil && td.Err == nil {
+		if td, ok := existing[s.Name]; ok {
 			if len(td.Partitions) == 0 { // another process is creating it
 				err = checkPartitions(ctx, adm, s.Name, partitions)
 			} else {
@@ -117,6 +103,41 @@ func EnsureTopics(ctx context.Context, c Cluster, partitions int32, replication 
 		}
 	}
 	return nil
+}
+
+// describable returns the topics of specs that exist and that the
+// principal may describe. All are looked up at once, or one at a time when
+// one is refused (kadm then fails the listing as a whole): a topic the
+// principal may not describe is one to create, or to be refused creating,
+// which says what to grant.
+func describable(ctx context.Context, adm *kadm.Client, specs []TopicSpec) (kadm.TopicDetails, error) {
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	listed, err := adm.ListTopics(ctx, names...)
+	if errors.Is(err, kerr.TopicAuthorizationFailed) {
+		listed = kadm.TopicDetails{}
+		for _, name := range names {
+			one, err := adm.ListTopics(ctx, name)
+			switch {
+			case errors.Is(err, kerr.TopicAuthorizationFailed):
+			case err != nil:
+				return nil, fmt.Errorf("kafka: looking up topic %s: %w", name, err)
+			default:
+				maps.Copy(listed, one)
+			}
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("kafka: looking up topics: %w", err)
+	}
+	out := kadm.TopicDetails{}
+	for name, td := range listed {
+		if td.Err == nil {
+			out[name] = td
+		}
+	}
+	return out, nil
 }
 
 // checkPartitions checks the partition count of a topic that exists,
