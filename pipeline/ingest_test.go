@@ -42,7 +42,6 @@ func TestIngesterWaitsForTopicsBeingCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close(context.Background())
 	const n = 10
 	for i := range n {
 		in.Write("budgets", fmt.Appendf(nil, "camp-%d", i), []byte(`{}`), nil, time.Now())
@@ -67,6 +66,10 @@ func TestIngesterWaitsForTopicsBeingCreated(t *testing.T) {
 		}
 		return ""
 	})
+	// Close waits for the acknowledgements, which the topic may show first.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in.Close(ctx)
 	if st := in.Stats()[contract.Primary]; st.Lost != 0 || st.Delivered != n {
 		t.Errorf("ingester: %+v, want %d delivered, none lost", st, n)
 	}
