@@ -50,10 +50,7 @@ func TestKafkaACLs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
 			tc.set(&c)
-			var got []string
-			for _, a := range c.KafkaACLs() {
-				got = append(got, a.String())
-			}
+			got := kafkatest.ACLStrings(c.KafkaACLs())
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("KafkaACLs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}

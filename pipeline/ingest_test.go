@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,8 +83,8 @@ func TestIngesterWaitsForTopicsBeingCreated(t *testing.T) {
 func TestIngesterWithItsACLs(t *testing.T) {
 	o := IngestOptions{TopicPrefix: "ads."}
 	acls := o.KafkaACLs()
-	if got := fmt.Sprint(acls); got != "[--topic ads.ad-events --operation Write --topic ads.budgets --operation Write]" {
-		t.Fatalf("KafkaACLs = %s", got)
+	if got, want := kafkatest.ACLStrings(acls), []string{"--topic ads.ad-events --operation Write", "--topic ads.budgets --operation Write"}; !slices.Equal(got, want) {
+		t.Fatalf("KafkaACLs = %q, want %q", got, want)
 	}
 	admin, as := kafkatest.AuthorizedCluster(t, map[string][]contract.KafkaACL{"ingest": acls, "no-budgets": acls[:1]})
 	if err := kafka.EnsureTopics(context.Background(), admin, 4, 1, kafka.TopicSpec{Name: "ads.ad-events"}, kafka.TopicSpec{Name: "ads.budgets"}); err != nil {

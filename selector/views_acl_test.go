@@ -28,10 +28,7 @@ func TestViewsKafkaACLs(t *testing.T) {
 			"--topic team-a.pacing --operation Read",
 		}},
 	} {
-		var got []string
-		for _, a := range ViewsKafkaACLs(c.prefix) {
-			got = append(got, a.String())
-		}
+		got := kafkatest.ACLStrings(ViewsKafkaACLs(c.prefix))
 		if !slices.Equal(got, c.want) {
 			t.Errorf("ViewsKafkaACLs(%q) =\n%s\nwant\n%s", c.prefix, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 		}

@@ -35,10 +35,7 @@ func TestKafkaACLs(t *testing.T) {
 			"--topic dark.cand.budgets --operation Write")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, a := range tc.got {
-				got = append(got, a.String())
-			}
+			got := kafkatest.ACLStrings(tc.got)
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("got\n%q\nwant\n%q", got, tc.want)
 			}
