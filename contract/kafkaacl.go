@@ -8,15 +8,16 @@ import (
 
 // KafkaACL is one permission a hotpair daemon needs on a Kafka cluster
 // with authorization on: an operation on a topic, a consumer group or the
-// cluster, named literally or by prefix. The names are those of Kafka's
-// kafka-acls.sh and of Strimzi's KafkaUser (lower case there).
+// cluster, named literally or by prefix (hotpair's own lists name every
+// topic and group literally). The names are those of Kafka's kafka-acls.sh
+// and of Strimzi's KafkaUser (lower case there).
 type KafkaACL struct {
 	// Resource is ResourceTopic, ResourceGroup or ResourceCluster.
 	Resource string
 	// Pattern is PatternLiteral or PatternPrefixed (topics and groups).
 	Pattern string
-	// Name is the topic or group name, or its prefix; "kafka-cluster"
-	// for the cluster.
+	// Name is the topic or group name, or its prefix (none for the
+	// cluster).
 	Name string
 	// Operation is Read, Write, Create, Describe, DescribeConfigs or
 	// AlterConfigs. Kafka grants Describe with Read and Write, and
@@ -39,9 +40,6 @@ const (
 	OpDescribe        = "Describe"
 	OpDescribeConfigs = "DescribeConfigs"
 	OpAlterConfigs    = "AlterConfigs"
-
-	// ClusterName is the name of the cluster resource.
-	ClusterName = "kafka-cluster"
 )
 
 // TopicACLs grants ops on each named topic.
@@ -55,27 +53,11 @@ func TopicACLs(topics []string, ops ...string) []KafkaACL {
 	return out
 }
 
-// TopicPrefixACLs grants ops on every topic whose name starts with prefix.
-func TopicPrefixACLs(prefix string, ops ...string) []KafkaACL {
-	return withOps(KafkaACL{Resource: ResourceTopic, Pattern: PatternPrefixed, Name: prefix}, ops)
-}
-
 // GroupACLs grants ops on the named consumer group.
 func GroupACLs(group string, ops ...string) []KafkaACL {
-	return withOps(KafkaACL{Resource: ResourceGroup, Pattern: PatternLiteral, Name: group}, ops)
-}
-
-// GroupPrefixACLs grants ops on every consumer group whose name starts with
-// prefix.
-func GroupPrefixACLs(prefix string, ops ...string) []KafkaACL {
-	return withOps(KafkaACL{Resource: ResourceGroup, Pattern: PatternPrefixed, Name: prefix}, ops)
-}
-
-func withOps(a KafkaACL, ops []string) []KafkaACL {
 	out := make([]KafkaACL, 0, len(ops))
 	for _, op := range ops {
-		a.Operation = op
-		out = append(out, a)
+		out = append(out, KafkaACL{Resource: ResourceGroup, Pattern: PatternLiteral, Name: group, Operation: op})
 	}
 	return out
 }
