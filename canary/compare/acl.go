@@ -41,8 +41,9 @@ func (c Config) LiveKafkaACLs() []contract.KafkaACL {
 // hotpair_dark_compare_read_errors_total{pipeline="dark NAME",
 // reason="not_authorized"} counts the refusals, with a warning log naming
 // the topic. Without Read on budgets the target has no sampled campaigns
-// (the report's sampled is 0), so campaigns the target fails to write are
-// not found missing. A prefixed grant on "dark." would spare that step but
+// (the report's sampled is 0), so campaigns the target fails to write could
+// not be found missing: its verdict is insufficient data, naming the topic,
+// however equal its outputs. A prefixed grant on "dark." would spare that step but
 // let the comparator read every dark target's topics on every cluster that
 // has one.
 func TargetKafkaACLs(name string) []contract.KafkaACL {

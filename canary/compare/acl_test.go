@@ -59,14 +59,17 @@ func TestKafkaACLs(t *testing.T) {
 // passes it. Without Read on dark.cand.pacing, pacing has no point and the
 // target cannot pass: its report says pacing is short of points, the
 // refusals are counted (reason not_authorized) and a warning names the
-// topic.
+// topic. Without Read on dark.cand.budgets every output compares equal, but
+// no campaign is known as sampled, so none could be found missing: not a
+// pass either, and the report says which topic gave no row.
 func TestComparatorWithTheDocumentedACLs(t *testing.T) {
 	const user, n = "compare", 30
-	pacing := contract.TopicsWithPrefix(contract.DarkPrefix("cand")).Pacing
+	dt := contract.TopicsWithPrefix(contract.DarkPrefix("cand"))
+	pacing, budgets := dt.Pacing, dt.Budgets
 	for _, tc := range []struct {
 		name string
 		drop string // a topic whose Read the user lacks on the target's cluster
-	}{{"the documented ACLs", ""}, {"without Read on " + pacing, pacing}} {
+	}{{"the documented ACLs", ""}, {"without Read on " + pacing, pacing}, {"without Read on " + budgets, budgets}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Rules, cfg.HTTP.Listen = fastRules(), "off"
@@ -121,9 +124,18 @@ func TestComparatorWithTheDocumentedACLs(t *testing.T) {
 				return
 			}
 			rep := settleOutputs(t, c, 2*n, outs, func(Report) bool {
-				return refusals() > 0 && strings.Contains(logs.String(), "topic="+pacing)
+				return refusals() > 0 && strings.Contains(logs.String(), "topic="+tc.drop)
 			})
 			tr := rep.Targets[0]
+			if tc.drop == budgets {
+				if tr.Verdict != InsufficientData || tr.Sampled != 0 {
+					t.Fatalf("verdict %s with %d sampled campaigns, want insufficient data with none: %v", tr.Verdict, tr.Sampled, tr.Reasons)
+				}
+				if want := "no sampled campaign known: " + budgets + " gave no row"; !strings.Contains(strings.Join(tr.Reasons, "\n"), want) {
+					t.Errorf("reasons %q lack %q", tr.Reasons, want)
+				}
+				return
+			}
 			if tr.Verdict != InsufficientData || tr.Points[outdiff.Pacing] != 0 {
 				t.Fatalf("verdict %s with %d pacing points, want insufficient data with none: %v", tr.Verdict, tr.Points[outdiff.Pacing], tr.Reasons)
 			}

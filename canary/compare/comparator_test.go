@@ -85,11 +85,14 @@ func settleOutputs(t *testing.T, c *Comparator, want int, outs []string, also fu
 	return c.Report()
 }
 
-// writeTwice writes two updates of n campaigns: the first before the
-// comparator starts (its readers start at the horizon, so they find them),
-// the second once the first was compared.
+// writeTwice samples n campaigns (their rows on the target's budgets) and
+// writes two updates of them: the first before the comparator starts (its
+// readers start at the horizon, so they find them), the second once the
+// first was compared. It returns the report once it holds both and every
+// sampled campaign.
 func writeTwice(t *testing.T, p *comparetest.Pipelines, n int, change func(string, int, comparetest.Row) comparetest.Row, start func() *Comparator) (*Comparator, Report) {
 	t.Helper()
+	p.Sample(t, n)
 	p.Write(t, n, change)
 	c := start()
 	settle(t, c, n)
@@ -100,7 +103,7 @@ func writeTwice(t *testing.T, p *comparetest.Pipelines, n int, change func(strin
 		}
 		return r
 	})
-	return c, settle(t, c, 2*n)
+	return c, settleOutputs(t, c, 2*n, outputs, func(r Report) bool { return r.Targets[0].Sampled == n })
 }
 
 func TestComparatorOnThreeClusters(t *testing.T) {

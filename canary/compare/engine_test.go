@@ -35,6 +35,7 @@ func scenario(t *testing.T, n, updates int, change func(src Source, i int, r out
 	t.Helper()
 	e := NewEngine(DefaultRules())
 	e.SetTargets([]Target{{Name: "cand", Source: contract.Primary}})
+	sampleCampaigns(e, n, t0)
 	at := t0
 	for u := 0; u < updates; u++ {
 		for i := 0; i < n; i++ {
@@ -48,6 +49,14 @@ func scenario(t *testing.T, n, updates int, change func(src Source, i int, r out
 		e.Round(at)
 	}
 	return e, at
+}
+
+// sampleCampaigns tells e that campaigns c-000… c-(n-1) went dark on cand at at, as
+// the rows of its budgets topic do.
+func sampleCampaigns(e *Engine, n int, at time.Time) {
+	for i := 0; i < n; i++ {
+		e.ObserveSampled("cand", fmt.Sprintf("c-%03d", i), false, at)
+	}
 }
 
 func same(_ Source, _ int, r outRow) outRow { return r }
@@ -126,6 +135,7 @@ func TestThresholds(t *testing.T) {
 				e.rules.Relative = 0.4
 			}
 			e.SetTargets([]Target{{Name: "cand", Source: contract.Primary}})
+			sampleCampaigns(e, 100, t0)
 			for i := 0; i < 100; i++ {
 				c := fmt.Sprintf("c-%03d", i)
 				dark, stby := goodRow(), goodRow()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hotpair/hotpair/canary/outdiff"
+	"github.com/hotpair/hotpair/contract"
 )
 
 // Report judges every target over the horizon ending at now.
@@ -31,7 +32,8 @@ func (e *Engine) Report(now time.Time) Report {
 
 // judgeTarget: too few campaigns, or no new point for Stale → insufficient
 // data (a stale target's regressions are kept as reasons); any field or
-// resource regression → regression; a field short of points → insufficient
+// resource regression → regression; a field short of points, or no sampled
+// campaign known (the missing outputs cannot be judged) → insufficient
 // data; else pass. Resources that cannot be
 // judged (too few samples, a rate mismatch) are shown, and do not hold back
 // a pass of the outputs.
@@ -118,6 +120,13 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 		tr.Verdict, tr.Reasons = Regression, append(regressions, tr.Reasons...)
 	case len(short) > 0:
 		tr.Verdict = InsufficientData
+	case tr.Sampled == 0:
+		// Outputs compare, but without the campaigns the target was sent
+		// the ones it fails to write cannot be found missing: a build
+		// that drops outputs would pass.
+		tr.Verdict = InsufficientData
+		tr.Reasons = append(tr.Reasons, fmt.Sprintf("no sampled campaign known: %s gave no row (is Read on it granted to the comparator?), "+
+			"so campaigns the target fails to write cannot be found missing", contract.TopicsWithPrefix(contract.DarkPrefix(st.name)).Budgets))
 	default:
 		tr.Verdict = Pass
 	}
