@@ -122,6 +122,9 @@ func NewIngester(o IngestOptions) (*Ingester, error) {
 			mLost: lost.MustCurryWith(prometheus.Labels{"side": side.String()}), mBuffered: buffered.WithLabelValues(side.String()),
 		}
 		close(w.link)
+		for _, reason := range []string{lostBufferFull, lostDeliveryFailed, lostNotAuthorized} {
+			w.mLost.WithLabelValues(reason) // at 0 from the start, so that the first loss is an increase
+		}
 		if o.OnLost != nil {
 			w.onLost = func(r *kgo.Record, err error) { o.OnLost(side, r, err) }
 		}
@@ -155,7 +158,7 @@ func (in *Ingester) Write(topic string, key, value []byte, headers []kgo.RecordH
 		case w.queue <- r:
 			w.mBuffered.Set(float64(len(w.queue)))
 		default:
-			w.lose(r, ErrBufferFull, "buffer_full")
+			w.lose(r, ErrBufferFull, lostBufferFull)
 		}
 	}
 }
@@ -234,7 +237,7 @@ func (in *Ingester) closeClients() {
 func (w *sideWriter) send(ctx context.Context) {
 	defer func() {
 		for r := range w.queue { // only after stop: what is still queued is lost
-			w.lose(r, ctx.Err(), "delivery_failed")
+			w.lose(r, ctx.Err(), lostDeliveryFailed)
 		}
 	}()
 	for r := range w.queue {
@@ -245,22 +248,22 @@ func (w *sideWriter) send(ctx context.Context) {
 		select {
 		case <-link:
 		case <-ctx.Done():
-			w.lose(r, ctx.Err(), "delivery_failed")
+			w.lose(r, ctx.Err(), lostDeliveryFailed)
 			return
 		}
 		if wait := time.Until(r.Timestamp.Add(delay)); delay > 0 && wait > 0 {
 			select {
 			case <-time.After(wait):
 			case <-ctx.Done():
-				w.lose(r, ctx.Err(), "delivery_failed")
+				w.lose(r, ctx.Err(), lostDeliveryFailed)
 				return
 			}
 		}
 		w.client.Produce(ctx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				reason := "delivery_failed"
+				reason := lostDeliveryFailed
 				if kafka.NotAuthorized(err) {
-					reason = "not_authorized"
+					reason = lostNotAuthorized
 				}
 				w.lose(r, err, reason)
 				return
@@ -273,6 +276,13 @@ func (w *sideWriter) send(ctx context.Context) {
 	}
 	w.client.Flush(ctx)
 }
+
+// The reasons of hotpair_ingest_lost_total.
+const (
+	lostBufferFull     = "buffer_full"
+	lostDeliveryFailed = "delivery_failed"
+	lostNotAuthorized  = "not_authorized"
+)
 
 func (w *sideWriter) lose(r *kgo.Record, err error, reason string) {
 	w.mu.Lock()

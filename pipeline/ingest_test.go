@@ -99,6 +99,13 @@ func TestIngesterWithItsACLs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Every reason is exported at 0 before any loss, so an alert on
+			// its increase fires at the first one.
+			for _, reason := range []string{"buffer_full", "delivery_failed", "not_authorized"} {
+				if v, ok := metricvalue.Get(reg, "hotpair_ingest_lost_total", "side", "primary", "reason", reason); !ok || v != 0 {
+					t.Errorf("hotpair_ingest_lost_total{reason=%q} = %v (exported: %v) before any loss, want 0", reason, v, ok)
+				}
+			}
 			for i := range 3 {
 				in.Write("ad-events", fmt.Appendf(nil, "c%d", i), []byte(`{}`), nil, time.Now())
 				in.Write("budgets", fmt.Appendf(nil, "c%d", i), []byte(`{}`), nil, time.Now())
