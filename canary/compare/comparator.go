@@ -164,6 +164,7 @@ func (c *Comparator) Run(ctx context.Context) error {
 		}
 		addr := srv.Addr().String()
 		c.httpAddr.Store(&addr)
+		c.log.Info("comparator serving /, /api/v1/dark, /metrics and /healthz", "http", addr)
 		wg.Go(func() {
 			if err := srv.Serve(ctx); err != nil {
 				c.log.Error("the HTTP server stopped", "err", err)
