@@ -130,7 +130,7 @@ func (s *Selector) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	for _, svc := range s.cfg.services {
-		wg.Go(func() { s.watch(ctx, sess.Conn(), svc) })
+		wg.Go(func() { s.watch(ctx, func() zkReader { return sess.Conn() }, svc) })
 	}
 	<-ctx.Done()
 	s.mu.Lock()
@@ -221,7 +221,7 @@ func (s *Selector) session() (up bool, flip <-chan struct{}) {
 // watch keeps svc's entry of the snapshot current: while the session is up
 // it reads the znode and sets a watch, and reads again when the watch fires
 // or the session goes away and comes back.
-func (s *Selector) watch(ctx context.Context, conn zkReader, svc contract.Service) {
+func (s *Selector) watch(ctx context.Context, conn func() zkReader, svc contract.Service) {
 	path := s.paths.Selection(svc)
 	delay := s.cfg.retryMin
 	for ctx.Err() == nil {
@@ -233,7 +233,7 @@ func (s *Selector) watch(ctx context.Context, conn zkReader, svc contract.Servic
 			}
 			continue
 		}
-		events, err := s.readAndApply(conn, svc, path)
+		events, err := s.readAndApply(conn(), svc, path)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.m.readErrors.WithLabelValues(svc.String()).Inc()

@@ -124,7 +124,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 	observed := make(chan followed, 1)
 	var wg sync.WaitGroup
-	f := newFollower(sess.Conn(), contract.NewPaths(d.cfg.ZKRoot), d.cfg.Cluster)
+	f := newFollower(sess.Conn, contract.NewPaths(d.cfg.ZKRoot), d.cfg.Cluster)
 	wg.Go(func() {
 		f.run(ctx, sess, d.retry, func(o map[string]Observed, err error) {
 			select { // keep only the newest

@@ -19,7 +19,7 @@ import (
 // fire in milliseconds on a healthy ensemble, well within the one second in
 // which a change must apply.
 type follower struct {
-	conn    *zk.Conn
+	conn    func() *zk.Conn // the session's current connection
 	paths   contract.Paths
 	cluster string // the live source cluster's name in the registry
 	watch   bool   // arm watches (a one-off read, as status does, arms none)
@@ -29,7 +29,7 @@ type follower struct {
 	poke  chan struct{}
 }
 
-func newFollower(conn *zk.Conn, paths contract.Paths, cluster string) *follower {
+func newFollower(conn func() *zk.Conn, paths contract.Paths, cluster string) *follower {
 	return &follower{conn: conn, paths: paths, cluster: cluster, watch: true, armed: map[string]bool{}, poke: make(chan struct{}, 1)}
 }
 
@@ -120,10 +120,10 @@ func (f *follower) children(p string) ([]string, error) {
 			err  error
 		)
 		if f.isArmed("c:" + p) {
-			kids, _, err = f.conn.Children(p)
+			kids, _, err = f.conn().Children(p)
 		} else {
 			var w <-chan zk.Event
-			kids, _, w, err = f.conn.ChildrenW(p)
+			kids, _, w, err = f.conn().ChildrenW(p)
 			if err == nil {
 				f.arm("c:"+p, w)
 			}
@@ -145,10 +145,10 @@ func (f *follower) children(p string) ([]string, error) {
 // exists reports whether p exists, with a watch on its creation or deletion.
 func (f *follower) exists(p string) (bool, error) {
 	if f.isArmed("e:" + p) {
-		ok, _, err := f.conn.Exists(p)
+		ok, _, err := f.conn().Exists(p)
 		return ok, err
 	}
-	ok, _, w, err := f.conn.ExistsW(p)
+	ok, _, w, err := f.conn().ExistsW(p)
 	if err != nil {
 		return false, fmt.Errorf("dispatch: checking %s: %w", p, err)
 	}
@@ -163,10 +163,10 @@ func (f *follower) data(p string) ([]byte, bool, error) {
 		err error
 	)
 	if f.isArmed("d:" + p) {
-		b, _, err = f.conn.Get(p)
+		b, _, err = f.conn().Get(p)
 	} else {
 		var w <-chan zk.Event
-		b, _, w, err = f.conn.GetW(p)
+		b, _, w, err = f.conn().GetW(p)
 		if err == nil {
 			f.arm("d:"+p, w)
 		}

@@ -88,7 +88,7 @@ type TargetStatus struct {
 
 // ReadStatus reads every target once (no watches) and plans it at now.
 func ReadStatus(conn *zk.Conn, paths contract.Paths, now time.Time) ([]TargetStatus, error) {
-	f := newFollower(conn, paths, "")
+	f := newFollower(func() *zk.Conn { return conn }, paths, "")
 	f.watch = false
 	obs, err := f.readAll()
 	if err != nil {

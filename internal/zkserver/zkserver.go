@@ -235,6 +235,23 @@ func (s *Server) Restart(ctx context.Context) error {
 	return s.start(ctx)
 }
 
+// RestartEmpty starts a killed server again on the same port with no data,
+// as an ensemble rebuilt after losing its disks: every znode and session is
+// gone, and its transaction ids start again from the beginning.
+func (s *Server) RestartEmpty(ctx context.Context) error {
+	if s.Running() {
+		return errors.New("zkserver: RestartEmpty needs a killed server")
+	}
+	data := filepath.Join(s.opts.Dir, "data")
+	if err := os.RemoveAll(data); err != nil {
+		return fmt.Errorf("zkserver: %w", err)
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fmt.Errorf("zkserver: %w", err)
+	}
+	return s.start(ctx)
+}
+
 // FourLetter sends a ZooKeeper four-letter command and returns the answer.
 func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)

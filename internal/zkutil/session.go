@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -50,20 +51,32 @@ type Options struct {
 // everything waits on the library's session events.
 //
 // The library reconnects by itself, and after an expiry opens a new session
-// on its own: ephemeral znodes and watches of the old one are gone.
+// on its own: ephemeral znodes and watches of the old one are gone. One case
+// it never leaves: a server that lost its data (an ensemble rebuilt empty)
+// refuses a client that has seen a newer transaction than its own, and the
+// library retries with that client's last zxid forever. So a connection
+// that had a session and has had none for twice the session timeout (by
+// then the server has expired that session anyway) is replaced by a new
+// one, with a new session: subscribers see zk.StateExpired, then
+// zk.StateHasSession, as after an expiry.
 type Session struct {
-	conn      *zk.Conn
+	conn      atomic.Pointer[zk.Conn]
+	gen       atomic.Uint64 // the current connection's; events of older ones are dropped
 	o         Options
 	wake      chan struct{} // poked on every raw session event, for the auth loop
+	lostC     chan struct{} // poked when the connection loses its session, for the rescue loop
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
-	authD     sync.WaitGroup
+	loops     sync.WaitGroup // addAuth and rescue
 
 	mu     sync.Mutex
-	authed bool     // Auth added (or none to add)
+	authed bool     // Auth added to the current connection (or none to add)
 	state  zk.State // last state reported to OnState and subscribers
 	ups    uint64   // how many times the session became usable
 	subs   map[chan struct{}]struct{}
+	had    bool      // the current connection has had a session
+	lost   time.Time // when it last lost it; zero while it has one
+	renews uint64    // connections replaced by rescue
 }
 
 // Open starts a session and returns at once: it is established in the
@@ -85,29 +98,48 @@ func Open(o Options) (*Session, error) {
 	if o.OnState == nil {
 		o.OnState = func(zk.Event) {}
 	}
-	s := &Session{o: o, wake: make(chan struct{}, 1), done: make(chan struct{}),
-		authed: o.Auth == nil, state: zk.StateDisconnected, subs: map[chan struct{}]struct{}{}}
 	if o.Dialer == nil {
 		o.Dialer = net.DialTimeout
 	}
-	conn, _, err := zk.Connect(o.Servers, o.SessionTimeout,
-		zk.WithLogger(slogAdapter{o.Logger}), zk.WithEventCallback(s.event), zk.WithDialer(o.Dialer))
-	if err != nil {
-		return nil, fmt.Errorf("zkutil: connect %v: %w", o.Servers, err)
+	s := &Session{o: o, wake: make(chan struct{}, 1), lostC: make(chan struct{}, 1), done: make(chan struct{}),
+		authed: o.Auth == nil, state: zk.StateDisconnected, subs: map[chan struct{}]struct{}{}}
+	if err := s.dial(s.gen.Add(1)); err != nil {
+		return nil, err
 	}
-	s.conn = conn
-	if o.Auth != nil {
-		s.authD.Go(s.addAuth)
-	}
+	s.loops.Go(s.rescue)
 	return s, nil
 }
 
-// Conn is the library connection, for requests. Do not Close it: Close the
-// Session.
-func (s *Session) Conn() *zk.Conn { return s.conn }
+// dial opens connection gen and, with Auth, the loop that adds the identity
+// to it.
+func (s *Session) dial(gen uint64) error {
+	conn, _, err := zk.Connect(s.o.Servers, s.o.SessionTimeout, zk.WithLogger(slogAdapter{s.o.Logger}),
+		zk.WithEventCallback(func(ev zk.Event) { s.event(gen, ev) }), zk.WithDialer(s.o.Dialer))
+	if err != nil {
+		return fmt.Errorf("zkutil: connect %v: %w", s.o.Servers, err)
+	}
+	s.conn.Store(conn)
+	if s.o.Auth != nil {
+		s.loops.Go(func() { s.addAuth(gen) })
+	}
+	return nil
+}
+
+// Conn is the library connection, for requests. Take it again for every
+// request (or round of requests): a connection stuck without a session is
+// replaced (see Session). Do not Close it: Close the Session.
+func (s *Session) Conn() *zk.Conn { return s.conn.Load() }
 
 // ID is the current session's id (0 while none).
-func (s *Session) ID() int64 { return s.conn.SessionID() }
+func (s *Session) ID() int64 { return s.Conn().SessionID() }
+
+// Renewals is how many times a connection stuck without a session was
+// replaced by a new one.
+func (s *Session) Renewals() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.renews
+}
 
 // Usable reports whether requests can be made now, as the identity when
 // Auth is set.
@@ -115,7 +147,7 @@ func (s *Session) Usable() bool {
 	s.mu.Lock()
 	up := s.state == zk.StateHasSession
 	s.mu.Unlock()
-	return up && s.conn.State() == zk.StateHasSession
+	return up && s.Conn().State() == zk.StateHasSession
 }
 
 // Subscribe returns a channel that receives a (coalesced) poke whenever the
@@ -140,7 +172,7 @@ func (s *Session) WaitUsable(ctx context.Context) error {
 	for !s.Usable() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("zkutil: no usable ZooKeeper session (state %s): %w", s.conn.State(), context.Cause(ctx))
+			return fmt.Errorf("zkutil: no usable ZooKeeper session (state %s): %w", s.Conn().State(), context.Cause(ctx))
 		case <-pokes:
 		}
 	}
@@ -174,9 +206,11 @@ func (s *Session) EachSession(ctx context.Context, fn func()) {
 
 // Close ends the session: ZooKeeper deletes its ephemeral znodes at once.
 func (s *Session) Close() {
+	s.mu.Lock() // rescue replaces the connection under the lock, never after done
 	s.closeOnce.Do(func() { close(s.done) })
-	s.conn.Close()
-	s.authD.Wait()
+	s.mu.Unlock()
+	s.Conn().Close()
+	s.loops.Wait()
 }
 
 func (s *Session) closed() bool {
@@ -188,21 +222,96 @@ func (s *Session) closed() bool {
 	}
 }
 
-// event runs on the library's goroutines: it must not block.
-func (s *Session) event(ev zk.Event) {
+// event runs on the library's goroutines of connection gen: it must not
+// block.
+func (s *Session) event(gen uint64, ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gen != s.gen.Load() {
+		return // a replaced connection's
 	}
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	switch {
+	case ev.State == zk.StateHasSession:
+		s.had, s.lost = true, time.Time{}
+	case s.had && s.lost.IsZero() && (ev.State == zk.StateDisconnected || ev.State == zk.StateExpired):
+		s.lost = time.Now()
+		select {
+		case s.lostC <- struct{}{}:
+		default:
+		}
+	}
 	if ev.State == zk.StateHasSession && !s.authed {
 		return // reported by addAuth once the identity is added
 	}
 	s.report(ev)
+}
+
+// rescue replaces the connection when it had a session and has had none
+// for twice the session timeout (see Session), until the Session is closed.
+func (s *Session) rescue() {
+	stuckAfter := 2 * s.o.SessionTimeout
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		lost := s.lost
+		s.mu.Unlock()
+		wait := time.Hour
+		if !lost.IsZero() {
+			wait = max(time.Until(lost.Add(stuckAfter)), 0)
+		}
+		t.Reset(wait)
+		select {
+		case <-s.done:
+			return
+		case <-s.lostC:
+			continue
+		case <-t.C:
+		}
+		if lost.IsZero() {
+			continue
+		}
+		s.renew(lost, stuckAfter)
+	}
+}
+
+// renew replaces the connection if it is still without a session since
+// lost, and reports the old session as expired. A new connection that
+// cannot be opened (its server names do not resolve) is tried again after
+// a session timeout.
+func (s *Session) renew(lost time.Time, stuckAfter time.Duration) {
+	s.mu.Lock()
+	if s.closed() || !s.lost.Equal(lost) {
+		s.mu.Unlock()
+		return // closed, or the session came back meanwhile
+	}
+	old := s.Conn()
+	gen := s.gen.Add(1) // from here on the old connection's events are dropped
+	s.had, s.lost, s.authed = false, time.Time{}, s.o.Auth == nil
+	s.renews++
+	s.o.Logger.Warn("no ZooKeeper session for twice the session timeout: starting a new one "+
+		"(a server that lost its data refuses the old connection forever)", "without_session", stuckAfter, "servers", s.o.Servers)
+	s.report(zk.Event{Type: zk.EventSession, State: zk.StateExpired})
+	err := s.dial(gen)
+	if err != nil {
+		s.had, s.lost = true, time.Now().Add(s.o.SessionTimeout-stuckAfter) // try again a session timeout from now
+	}
+	s.mu.Unlock()
+	old.Close()
+	if err != nil {
+		s.o.Logger.Warn("starting a new ZooKeeper session failed; retrying", "err", err)
+		select {
+		case s.lostC <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // report tells OnState and the subscribers about a state (s.mu held, so
@@ -221,22 +330,29 @@ func (s *Session) report(ev zk.Event) {
 	}
 }
 
-// addAuth adds the digest identity once a session exists, retrying until
-// it succeeds or the Session is closed.
-func (s *Session) addAuth() {
+// addAuth adds the digest identity to connection gen once it has a
+// session, retrying until it succeeds, the connection is replaced or the
+// Session is closed.
+func (s *Session) addAuth(gen uint64) {
 	for {
-		if s.conn.State() == zk.StateHasSession {
-			err := s.conn.AddAuth("digest", []byte(s.o.Auth.Digest()))
+		conn := s.Conn()
+		if gen != s.gen.Load() {
+			return
+		}
+		if conn.State() == zk.StateHasSession {
+			err := conn.AddAuth("digest", []byte(s.o.Auth.Digest()))
 			if err == nil {
 				s.mu.Lock()
-				s.authed = true
-				if s.conn.State() == zk.StateHasSession {
-					s.report(zk.Event{Type: zk.EventSession, State: zk.StateHasSession, Server: s.conn.Server()})
+				if gen == s.gen.Load() {
+					s.authed = true
+					if conn.State() == zk.StateHasSession {
+						s.report(zk.Event{Type: zk.EventSession, State: zk.StateHasSession, Server: conn.Server()})
+					}
 				}
 				s.mu.Unlock()
 				return
 			}
-			if s.closed() {
+			if s.closed() || gen != s.gen.Load() {
 				return
 			}
 			s.o.Logger.Warn("adding the ZooKeeper digest identity failed; retrying", "user", s.o.Auth.User, "err", err)

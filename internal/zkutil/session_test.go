@@ -135,6 +135,102 @@ func TestEachSessionRegistersAgainAfterExpiry(t *testing.T) {
 	}
 }
 
+// A server rebuilt empty (its data lost) refuses a connection that has seen
+// a newer transaction than its own, and the library retries that forever.
+// The Session replaces such a connection after twice the session timeout:
+// the identity is added again and EachSession registers again, on the
+// rebuilt server. A server restarted with its data within the session
+// timeout keeps the session: nothing is replaced.
+func TestSessionRecoversFromAServerThatLostItsData(t *testing.T) {
+	srv := zktest.Start(t)
+	addr := srv.Addr()
+	root := testRoot(t)
+	node := root + "/instance"
+	me := &contract.Credentials{User: "zkutil-test", Password: "s3cret"}
+	sess := zktest.Session(t, zkutil.Options{Servers: []string{addr}, SessionTimeout: 2 * time.Second, Auth: me})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Every usable session registers (a registration the connection drops
+	// in the middle fails, as it may in a daemon; the next session's try
+	// is what counts).
+	type registration struct {
+		session int64
+		err     error
+	}
+	registered := make(chan registration, 16)
+	go sess.EachSession(ctx, func() {
+		conn := sess.Conn()
+		err := zkutil.EnsurePath(conn, root, zkutil.OpenACL())
+		if err == nil {
+			_, err = conn.Create(node, nil, zk.FlagEphemeral, zkutil.ProtectedACL(me))
+		}
+		if errors.Is(err, zk.ErrNodeExists) {
+			err = nil // the same session, reconnected
+		}
+		registered <- registration{sess.ID(), err}
+	})
+	r := <-registered
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	first := r.session
+	// Enough transactions that the client's last zxid is ahead of what the
+	// rebuilt server will have reached by the time the client comes back.
+	for i := range 50 {
+		if _, err := sess.Conn().Set(node, []byte{byte(i)}, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	srv.Kill()
+	if err := srv.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.WaitUsable(ctxTimeout(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n := sess.Renewals(); n != 0 || sess.ID() != first {
+		t.Fatalf("after a restart with the data: %d renewals, session %x (was %x); want the same session", n, sess.ID(), first)
+	}
+
+	for len(registered) > 0 {
+		<-registered
+	}
+
+	srv.Kill()
+	if err := srv.RestartEmpty(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var second int64
+	for deadline := time.After(40 * time.Second); second == 0; {
+		select {
+		case r := <-registered:
+			if r.err == nil {
+				second = r.session
+			}
+		case <-deadline:
+			t.Fatalf("no registration on the rebuilt server within 40 s (%d renewals)", sess.Renewals())
+		}
+	}
+	if second == first || sess.Renewals() != 1 {
+		t.Fatalf("registered in session %x after %d renewals; the first session was %x", second, sess.Renewals(), first)
+	}
+	// The new session holds the identity: its own znode is writable.
+	if _, err := sess.Conn().Set(node, []byte("after"), -1); err != nil {
+		t.Fatalf("writing the znode created with the identity's ACL: %v", err)
+	}
+	anon := zktest.Conn(t, addr, nil)
+	if stat := waitNode(t, anon, node, true); stat.EphemeralOwner != second {
+		t.Fatalf("the znode is owned by %x, want the new session %x", stat.EphemeralOwner, second)
+	}
+}
+
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // waitNode waits, on a ZooKeeper watch, until p exists (or not).
 func waitNode(t *testing.T, conn *zk.Conn, p string, exists bool) *zk.Stat {
 	t.Helper()
