@@ -19,10 +19,21 @@ type read struct {
 
 // znodeState is what the watcher remembers of one service's znode.
 type znodeState struct {
-	applied  int64 // mzxid of the selection the snapshot holds; 0 while default
-	rejected int64 // mzxid of the last content rejected
+	applied  write // the selection the snapshot holds; zero while default
+	rejected write // the last content rejected
 	missing  bool  // the znode was missing at the last read
 }
+
+// write is one write of a znode, as read: its mzxid and its content. The
+// content is part of it because an ensemble rebuilt empty counts zxids
+// from the start again, and may give a new write the mzxid of one read
+// before it.
+type write struct {
+	mzxid int64
+	data  string
+}
+
+func (w write) zero() bool { return w == write{} }
 
 // verdict is what a read means.
 type verdict uint8
@@ -57,7 +68,7 @@ func (v verdict) fresh() bool { return v == verdictApply || v == verdictSame }
 // verdictRejected the reason it is not valid.
 func judge(st znodeState, svc contract.Service, r read) (znodeState, verdict, *contract.Selection, contract.Side, error) {
 	if !r.exists {
-		wasThere := !st.missing && (st.applied != 0 || st.rejected != 0)
+		wasThere := !st.missing && (!st.applied.zero() || !st.rejected.zero())
 		st.missing = true
 		if wasThere {
 			return st, verdictDeleted, nil, 0, nil
@@ -65,7 +76,8 @@ func judge(st znodeState, svc contract.Service, r read) (znodeState, verdict, *c
 		return st, verdictMissing, nil, 0, nil
 	}
 	st.missing = false
-	switch r.mzxid {
+	w := write{mzxid: r.mzxid, data: string(r.data)}
+	switch w {
 	case st.applied:
 		return st, verdictSame, nil, 0, nil
 	case st.rejected:
@@ -73,10 +85,10 @@ func judge(st znodeState, svc contract.Service, r read) (znodeState, verdict, *c
 	}
 	doc, side, err := decodeFor(svc, r.data)
 	if err != nil {
-		st.rejected = r.mzxid
+		st.rejected = w
 		return st, verdictRejected, nil, 0, err
 	}
-	st.applied = r.mzxid
+	st.applied = w
 	return st, verdictApply, doc, side, nil
 }
 

@@ -235,6 +235,40 @@ func TestFailStaticThroughZooKeeperOutage(t *testing.T) {
 	waitUntil(t, &sel.changes, 10*time.Second, "the change after the outage is read", func() bool { return sel.Active(contract.ServiceBudget) == contract.Primary })
 }
 
+// ZooKeeper comes back empty (an ensemble rebuilt after losing its disks):
+// it refuses the selector's old connection for good. The selector keeps its
+// snapshot, starts a new session (after twice its session timeout), and
+// follows what is written on the rebuilt ensemble, even an epoch lower than
+// the one it held (ZooKeeper is authoritative).
+func TestFollowsAZooKeeperThatLostItsData(t *testing.T) {
+	t.Parallel()
+	srv := zktest.Start(t)
+	root := "/hotpair"
+	w := newZKWriter(t, srv.Addr(), root)
+	for _, svc := range contract.Services() {
+		w.set(svc, contract.Standby, 7)
+	}
+	sel, reg := newTestSelector(t, srv.Addr(), root, WithSessionTimeout(2*time.Second))
+	waitUntil(t, &sel.changes, 10*time.Second, "every selection is read", sel.Ready)
+
+	srv.Kill()
+	if err := srv.RestartEmpty(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if sel.Active(contract.ServiceBudget) != contract.Standby {
+		t.Fatal("the snapshot changed when ZooKeeper lost its data")
+	}
+	w = newZKWriter(t, srv.Addr(), root)
+	w.set(contract.ServiceBudget, contract.Primary, 1)
+	waitUntil(t, &sel.changes, 40*time.Second, "the rebuilt ensemble's selection is read", func() bool {
+		return sel.Active(contract.ServiceBudget) == contract.Primary &&
+			metricValue(t, reg, "hotpair_selector_snapshot_age_seconds", "service", "budget") == 0
+	})
+	if e, ok := sel.Snapshot().Epoch(contract.ServiceBudget); !ok || e != 1 {
+		t.Fatalf("epoch after the wipe = %d (%v), want 1", e, ok)
+	}
+}
+
 // TestWatchesComeBackAfterSessionExpiry partitions the selector from
 // ZooKeeper for longer than its session timeout, so that the server expires
 // the session, and changes the selection meanwhile.
