@@ -302,6 +302,7 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 			fatal <- err
 			return
 		}
+		wg.Go(func() { m.keepLayout(ctx, sess, retry) })
 		el.run(ctx)
 	})
 	wg.Go(func() { pub.run(ctx) })
@@ -344,6 +345,25 @@ func (m *Monitor) setup(ctx context.Context, sess *zkutil.Session, retry time.Du
 		case <-time.After(retry):
 		}
 	}
+}
+
+// keepLayout creates the znode layout again whenever a session begins:
+// an ensemble rebuilt empty has none, and the election and the publisher
+// create their znodes in it. A failure is retried while the session lasts.
+func (m *Monitor) keepLayout(ctx context.Context, sess *zkutil.Session, retry time.Duration) {
+	sess.EachSession(ctx, func() {
+		for ctx.Err() == nil && sess.Usable() {
+			err := ensureLayout(sess.Conn(), m.paths, m.policy, m.cfg.services())
+			if err == nil {
+				return
+			}
+			m.log.Warn("creating the znode layout in a new session failed; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(retry):
+			}
+		}
+	})
 }
 
 func (m *Monitor) candidateData() []byte {

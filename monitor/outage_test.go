@@ -73,3 +73,42 @@ func TestZooKeeperOutageKeepsEvaluatingAndPublishesOnReturn(t *testing.T) {
 	checkNeverReversed(t, w.all())
 	checkNeverReversed(t, after.all())
 }
+
+// ZooKeeper comes back empty (an ensemble rebuilt after losing its disks):
+// it refuses the replica's old connection for good, and has no layout. The
+// replica starts a new session after twice the session timeout, creates
+// the layout again, leads, and publishes the side it had decided, at the
+// same epoch: the failover made before the wipe holds.
+func TestZooKeeperThatLostItsDataGetsTheSelectionsBack(t *testing.T) {
+	srv := zktest.Start(t)
+	paths := testRoot(t)
+	p, s := startClusters(t)
+	pf, _ := newFleet(t, p), newFleet(t, s)
+	r := startReplica(t, testConfig("m", srv.Addr(), paths, p, s))
+	w := watchSelection(t, testConn(t, srv.Addr(), nil), paths, contract.ServiceBudget)
+	w.waitActive(t, contract.Primary, 4*tWindow+5*time.Second)
+	pf.set(func(f *fleet) { f.stopped = true })
+	before := w.waitActive(t, contract.Standby, tHeartbeat+4*tWindow+5*time.Second)
+
+	srv.Kill()
+	if err := srv.RestartEmpty(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	after := watchSelection(t, testConn(t, srv.Addr(), nil), paths, contract.ServiceBudget)
+	got := after.waitActive(t, contract.Standby, 2*tSession+2*tWindow+20*time.Second)
+	t.Logf("the selection was back %s after ZooKeeper returned empty", time.Since(back).Round(time.Millisecond))
+	if got.Epoch != before.Epoch {
+		t.Fatalf("published epoch %d after the wipe, want %d (no switch happened)", got.Epoch, before.Epoch)
+	}
+	waitFor(t, &r.changes, 10*time.Second, "readiness again", r.Ready)
+	conn := testConn(t, srv.Addr(), nil)
+	for _, dir := range []string{paths.LeaderDir(), paths.OverrideDir(), paths.SelectionDir()} {
+		if ok, _, err := conn.Exists(dir); err != nil || !ok {
+			t.Errorf("%s after the wipe: exists %v, err %v", dir, ok, err)
+		}
+	}
+	if kids, _, err := conn.Children(paths.LeaderDir()); err != nil || len(kids) != 1 {
+		t.Errorf("election candidates after the wipe: %v (err %v), want the replica's", kids, err)
+	}
+}
