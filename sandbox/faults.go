@@ -21,6 +21,7 @@ const (
 	FaultStopCluster  = "stop-cluster"        // a side's Kafka cluster goes away
 	FaultFlap         = "flap"                // a stage alternates stalled/healthy every Period
 	FaultStopZK       = "stop-zk"             // ZooKeeper goes away
+	FaultWipeZK       = "wipe-zk"             // ZooKeeper restarts empty, as an ensemble rebuilt after losing its disks
 	FaultKillLeader   = "kill-monitor-leader" // the leading monitor replica crashes
 	FaultKillInstance = "kill-instance"       // a stage's instance dies abruptly and restarts
 	FaultDeploy       = "deploy"              // a side's pipelines restart on a new build label
@@ -32,8 +33,8 @@ const (
 
 // FaultKinds lists every kind.
 func FaultKinds() []string {
-	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultKillLeader, FaultKillInstance,
-		FaultDeploy, FaultSlow, FaultTraffic, FaultRestartMons, FaultStopDark}
+	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultWipeZK, FaultKillLeader,
+		FaultKillInstance, FaultDeploy, FaultSlow, FaultTraffic, FaultRestartMons, FaultStopDark}
 }
 
 // FaultSpec is what to inject. Durations are Go duration strings ("30s").
@@ -284,6 +285,18 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 			defer cancel()
 			return s.zk.Restart(ctx)
 		}
+	case FaultWipeZK:
+		if s.zk == nil {
+			return errNoLocalZK
+		}
+		s.zk.Kill()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.zk.RestartEmpty(ctx); err != nil {
+			return err
+		}
+		f.Detail = "ZooKeeper restarted empty: every znode and session is gone; the daemons open new sessions and " +
+			"write theirs again (overrides and dark targets must be set again)"
 	case FaultKillLeader:
 		i, err := s.monitors.killLeader()
 		if err != nil {

@@ -773,7 +773,7 @@ func (r *registries) Gather() ([]*dto.MetricFamily, error) {
 	return gs.Gather()
 }
 
-var errNoLocalZK = errors.New("sandbox: stop-zk needs the sandbox's own ZooKeeper (it was started with --zk)")
+var errNoLocalZK = errors.New("sandbox: stop-zk and wipe-zk need the sandbox's own ZooKeeper (it was started with --zk)")
 
 // kafkaCAFile and kafkaPasswordFile are where the sandbox writes the CA of
 // its clusters' certificates and the SASL password (for the monitors'

@@ -55,6 +55,8 @@ func TestParseSpec(t *testing.T) {
 		{FaultSpec{Kind: FaultStall, Service: "aggregator", Side: "standby", For: "30s"}, ""},
 		{FaultSpec{Kind: FaultLag, Side: "primary", Lag: "90s"}, ""},
 		{FaultSpec{Kind: FaultStopZK}, ""},
+		{FaultSpec{Kind: FaultWipeZK}, ""},
+		{FaultSpec{Kind: FaultWipeZK, Service: "budget"}, "wipe-zk takes no --side or --service"},
 		{FaultSpec{Kind: FaultKillLeader}, ""},
 		{FaultSpec{Kind: FaultFlap, Service: "pacer", Side: "primary", Period: "6s"}, ""},
 		{FaultSpec{Kind: FaultDeploy, Side: "standby", Build: "v2"}, ""},

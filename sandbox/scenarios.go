@@ -1,10 +1,14 @@
 package sandbox
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hotpair/hotpair/contract"
+	"github.com/hotpair/hotpair/internal/zkutil"
+	"github.com/hotpair/hotpair/monitor"
 )
 
 // The sides by name, as the scenarios, the timeline and the reports use them.
@@ -21,6 +25,7 @@ func scenarios() []scenario {
 		{name: "upstream-loss", summary: "traffic stops upstream of both sides (no switch); then the link to primary is cut for longer than its ingest buffer holds (failover, and primary's shortfall equals exactly what was not delivered)",
 			options: func(o *Options) { o.IngestBuffer = 300 }, run: upstreamLoss},
 		{name: "zk-outage", summary: "ZooKeeper goes away: the read side keeps its last snapshot, the monitors keep deciding; a stall during the outage is published once ZooKeeper is back", run: zkOutage},
+		{name: "zk-wiped", summary: "ZooKeeper loses its data during a failover (it restarts empty, as an ensemble rebuilt after losing its disks): the read side keeps its snapshot; within twice the session timeout every daemon has a new session, the monitors lead and publish the same decision again, every pipeline instance is registered again and the read side follows; the return after the heal is the usual one", run: zkWiped},
 		{name: "monitor-failover", summary: "the leading monitor crashes during a grace period: the other replica takes over within the session timeout and continues the grace clock, neither losing nor reversing the decision",
 			timing: func(t *Timing) { t.Grace = 24 * time.Second }, run: monitorFailover},
 		{name: "staggered-deploy", summary: "the primary's pipelines restart on a new build: the rollout gate holds the standby back until the primary has run it healthily for the hold, then lets it follow and holds the primary back in turn; no stagger violation is flagged", run: staggeredDeploy},
@@ -166,6 +171,92 @@ func zkOutage(r *run) {
 	healed := time.Now()
 	r.heal(stall)
 	r.returnsAfterGrace(contract.StageBudget.String(), healed)
+}
+
+func zkWiped(r *run) {
+	budget := contract.StageBudget.String()
+	r.steady("both sides healthy before the fault")
+	start := time.Now()
+	stall := r.inject(FaultSpec{Kind: FaultStall, Service: budget, Side: primary})
+	_, ok := r.waitFor(r.switchWithin(), r.allOn(standby, budget))
+	r.check("budget switches to standby", ok, "before ZooKeeper loses its data")
+	before, _ := r.s.sel.Snapshot().Epoch(contract.ServiceBudget)
+	regs := r.registrations()
+	wiped := time.Now()
+	r.inject(FaultSpec{Kind: FaultWipeZK})
+	if st, err := r.zkStatus(); err == nil && (st.Leader != nil || len(st.Instances) > 0) {
+		r.check("ZooKeeper is empty", false, "leader %v and %d registered stages right after the wipe", st.Leader, len(st.Instances))
+	}
+	// What a user sees, as `hotpair status` shows it: a fresh session
+	// reads the rebuilt ensemble.
+	limit := 2*r.t.ZKSession + r.window(2) + 5*time.Second
+	var got string
+	took, ok := r.waitFor(limit, func() bool {
+		st, err := r.zkStatus()
+		if err != nil || st.Leader == nil {
+			got = fmt.Sprintf("no leader (err %v)", err)
+			return false
+		}
+		for _, ss := range st.Services {
+			if ss.Service == contract.ServiceBudget {
+				if ss.Selection == nil {
+					got = "no budget selection"
+					return false
+				}
+				got = fmt.Sprintf("budget on %s at epoch %d", ss.Selection.Active, ss.Selection.Epoch)
+				return ss.Selection.Active == contract.Standby && ss.Selection.Epoch == before
+			}
+		}
+		return false
+	})
+	r.check("the monitors lead and publish the same decision again", ok, "%s, %s after the wipe (limit %s; epoch before %d)",
+		got, took.Round(100*time.Millisecond), limit, before)
+	_, ok = r.waitFor(r.window(2), func() bool { return r.registrations() == regs })
+	r.check("every pipeline instance registers again", ok, "%d of %d stage instances registered %s after the wipe",
+		r.registrations(), regs, time.Since(wiped).Round(100*time.Millisecond))
+	_, ok = r.waitFor(r.window(2), func() bool {
+		st, _ := r.s.sel.Status(time.Now())
+		for _, ss := range st.Services {
+			if !ss.Fresh {
+				return false
+			}
+		}
+		return st.ZKConnected && r.allOn(standby, budget)()
+	})
+	r.check("the read side follows the rebuilt ensemble", ok, "budget reads from %s, snapshot fresh", r.active(budget))
+	healed := time.Now()
+	r.heal(stall)
+	r.returnsAfterGrace(budget, healed)
+	r.check("no decision lost or reversed", r.switches(budget, start) == 2, "budget switched %d times (away and back)", r.switches(budget, start))
+}
+
+// zkStatus reads the status from ZooKeeper on a session of its own, as
+// `hotpair status` does.
+func (r *run) zkStatus() (monitor.Status, error) {
+	sess, err := zkutil.Open(zkutil.Options{Servers: []string{r.s.zkAddr}, SessionTimeout: r.t.ZKSession})
+	if err != nil {
+		return monitor.Status{}, err
+	}
+	defer sess.Close()
+	ctx, cancel := context.WithTimeout(r.ctx, 2*time.Second)
+	defer cancel()
+	if err := sess.WaitUsable(ctx); err != nil {
+		return monitor.Status{}, err
+	}
+	return monitor.ReadStatus(sess.Conn(), contract.NewPaths(r.s.opts.ZKRoot), contract.Services(), time.Now())
+}
+
+// registrations counts the stage instances registered in ZooKeeper.
+func (r *run) registrations() int {
+	st, err := r.zkStatus()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, in := range st.Instances {
+		n += len(in.Instances)
+	}
+	return n
 }
 
 func monitorFailover(r *run) {
