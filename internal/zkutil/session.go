@@ -55,13 +55,14 @@ type Options struct {
 // it never leaves: a server that lost its data (an ensemble rebuilt empty)
 // refuses a client that has seen a newer transaction than its own, and the
 // library retries with that client's last zxid forever. So a connection
-// that had a session and has had none for twice the session timeout (by
-// then the server has expired that session anyway) is replaced by a new
-// one, with a new session: subscribers see zk.StateExpired, then
-// zk.StateHasSession, as after an expiry.
+// that had a session, has had none for twice the session timeout, and
+// reached a server meanwhile (the server is up, yet gives it no session) is
+// replaced by a new one, with a new session: subscribers see
+// zk.StateExpired, then zk.StateHasSession, as after an expiry.
 type Session struct {
 	conn      atomic.Pointer[zk.Conn]
 	gen       atomic.Uint64 // the current connection's; events of older ones are dropped
+	answered  atomic.Int64  // unix ns when a server last accepted a TCP connection
 	o         Options
 	wake      chan struct{} // poked on every raw session event, for the auth loop
 	lostC     chan struct{} // poked when the connection loses its session, for the rescue loop
@@ -110,11 +111,12 @@ func Open(o Options) (*Session, error) {
 	return s, nil
 }
 
-// dial opens connection gen and, with Auth, the loop that adds the identity
-// to it.
+// dial opens connection gen (s.gen already holds it, so that none of its
+// events is dropped), makes it current and, with Auth, starts the loop that
+// adds the identity to it.
 func (s *Session) dial(gen uint64) error {
 	conn, _, err := zk.Connect(s.o.Servers, s.o.SessionTimeout, zk.WithLogger(slogAdapter{s.o.Logger}),
-		zk.WithEventCallback(func(ev zk.Event) { s.event(gen, ev) }), zk.WithDialer(s.o.Dialer))
+		zk.WithEventCallback(func(ev zk.Event) { s.event(gen, ev) }), zk.WithDialer(s.answering))
 	if err != nil {
 		return fmt.Errorf("zkutil: connect %v: %w", s.o.Servers, err)
 	}
@@ -123,6 +125,16 @@ func (s *Session) dial(gen uint64) error {
 		s.loops.Go(func() { s.addAuth(gen) })
 	}
 	return nil
+}
+
+// answering is the library's dialer: Options.Dialer, noting when a server
+// last accepted a connection.
+func (s *Session) answering(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := s.o.Dialer(network, addr, timeout)
+	if err == nil {
+		s.answered.Store(time.Now().UnixNano())
+	}
+	return c, err
 }
 
 // Conn is the library connection, for requests. Take it again for every
@@ -253,8 +265,11 @@ func (s *Session) event(gen uint64, ev zk.Event) {
 	s.report(ev)
 }
 
-// rescue replaces the connection when it had a session and has had none
-// for twice the session timeout (see Session), until the Session is closed.
+// rescue replaces the connection when it had a session, has had none for
+// twice the session timeout, and a server has accepted a connection since
+// it lost it (see Session). While no server answers at all, the old session
+// is kept: a server that comes back with its data resumes it, with its
+// ephemeral znodes and watches.
 func (s *Session) rescue() {
 	stuckAfter := 2 * s.o.SessionTimeout
 	t := time.NewTimer(time.Hour)
@@ -265,53 +280,55 @@ func (s *Session) rescue() {
 		s.mu.Unlock()
 		wait := time.Hour
 		if !lost.IsZero() {
-			wait = max(time.Until(lost.Add(stuckAfter)), 0)
+			due := lost.Add(stuckAfter)
+			switch {
+			case time.Now().Before(due):
+				wait = time.Until(due)
+			case s.answered.Load() > lost.UnixNano() && s.renew(lost, stuckAfter):
+				continue
+			default: // no server answered yet, or a new connection could not be opened
+				wait = s.o.SessionTimeout
+			}
 		}
 		t.Reset(wait)
 		select {
 		case <-s.done:
 			return
 		case <-s.lostC:
-			continue
 		case <-t.C:
 		}
-		if lost.IsZero() {
-			continue
-		}
-		s.renew(lost, stuckAfter)
 	}
 }
 
 // renew replaces the connection if it is still without a session since
-// lost, and reports the old session as expired. A new connection that
-// cannot be opened (its server names do not resolve) is tried again after
-// a session timeout.
-func (s *Session) renew(lost time.Time, stuckAfter time.Duration) {
+// lost, and reports the old session as expired. It reports whether it did:
+// not when the Session is closed, the session came back, or a new
+// connection cannot be opened (its server names do not resolve), which
+// rescue tries again a session timeout later.
+func (s *Session) renew(lost time.Time, stuckAfter time.Duration) bool {
 	s.mu.Lock()
 	if s.closed() || !s.lost.Equal(lost) {
 		s.mu.Unlock()
-		return // closed, or the session came back meanwhile
+		return false
 	}
-	old := s.Conn()
-	gen := s.gen.Add(1) // from here on the old connection's events are dropped
+	old, prev := s.Conn(), s.gen.Load()
+	// From here on the old connection's events are dropped; the new one's
+	// wait for the lock, so they come after the expiry reported below.
+	gen := s.gen.Add(1)
+	if err := s.dial(gen); err != nil {
+		s.gen.Store(prev)
+		s.mu.Unlock()
+		s.o.Logger.Warn("starting a new ZooKeeper session failed; retrying", "err", err)
+		return false
+	}
 	s.had, s.lost, s.authed = false, time.Time{}, s.o.Auth == nil
 	s.renews++
-	s.o.Logger.Warn("no ZooKeeper session for twice the session timeout: starting a new one "+
+	s.o.Logger.Warn("no ZooKeeper session for twice the session timeout while a server answers: starting a new one "+
 		"(a server that lost its data refuses the old connection forever)", "without_session", stuckAfter, "servers", s.o.Servers)
 	s.report(zk.Event{Type: zk.EventSession, State: zk.StateExpired})
-	err := s.dial(gen)
-	if err != nil {
-		s.had, s.lost = true, time.Now().Add(s.o.SessionTimeout-stuckAfter) // try again a session timeout from now
-	}
 	s.mu.Unlock()
 	old.Close()
-	if err != nil {
-		s.o.Logger.Warn("starting a new ZooKeeper session failed; retrying", "err", err)
-		select {
-		case s.lostC <- struct{}{}:
-		default:
-		}
-	}
+	return true
 }
 
 // report tells OnState and the subscribers about a state (s.mu held, so
