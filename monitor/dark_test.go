@@ -22,6 +22,7 @@ func TestMonitorRunsTheDarkComparator(t *testing.T) {
 	addr := zktest.Addr(t)
 	paths := testRoot(t)
 	pipes := comparetest.Start(t, "cand")
+	pipes.Sample(t, 60) // the rows the dispatcher sends the target
 	pipes.Write(t, 60, nil)
 	p := cluster{side: contract.Primary, brokers: pipes.Primary.ListenAddrs(), kc: pipes.Primary}
 	s := cluster{side: contract.Standby, brokers: pipes.Standby.ListenAddrs(), kc: pipes.Standby}

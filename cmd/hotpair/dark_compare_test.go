@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hotpair/hotpair/canary/compare"
 	"github.com/hotpair/hotpair/canary/compare/comparetest"
@@ -73,6 +74,7 @@ func TestDarkReportExitCodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p := comparetest.Start(t, "cand")
+			p.Sample(t, tt.campaigns) // the rows the dispatcher sends the target
 			p.Write(t, tt.campaigns, tt.change)
 			code, out, stderr := opRun("dark", "report", "--config", darkConfig(t, p, "off"), "--for", "1500ms")
 			if code != tt.code {
@@ -90,6 +92,7 @@ func TestDarkReportExitCodes(t *testing.T) {
 // --url asks a running comparator; --json prints its report.
 func TestDarkReportFromURL(t *testing.T) {
 	p := comparetest.Start(t, "cand")
+	p.Sample(t, 60)
 	p.Write(t, 60, nil)
 	cfg, err := compare.LoadConfig(darkConfig(t, p, "127.0.0.1:0"))
 	if err != nil {
@@ -103,8 +106,10 @@ func TestDarkReportFromURL(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if err := c.Until(ctx, func(r compare.Report) bool { return r.Verdict == compare.Pass }); err != nil {
-		t.Fatal(err)
+	wait, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	if err := c.Until(wait, func(r compare.Report) bool { return r.Verdict == compare.Pass }); err != nil {
+		t.Fatalf("no pass within 30 s: %v; %+v", err, c.Report().Targets)
 	}
 	code, out, stderr := opRun("dark", "report", "--json", "--url", "http://"+c.HTTPAddr())
 	var rep compare.Report
