@@ -94,7 +94,7 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 	}
 	if n := st.unsynced(); n > 0 && len(short) > 0 {
 		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%d sampled campaigns are not in sync with live: their spend today differs "+
-			"(a dark copy that began mid-day); their spend is compared by increments, their status, pacing and bid multiplier from their next day", n))
+			"(a dark copy that began, or was paused, mid-day); their spend is compared by increments, their status, pacing and bid multiplier from their next day", n))
 	}
 	stale := st.lastPoint.IsZero() || now.Sub(st.lastPoint) > e.rules.Stale
 	if stale {

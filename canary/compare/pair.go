@@ -13,7 +13,7 @@ import (
 // primary and standby) keeps per campaign between rounds.
 //
 // Two pipelines' states of a campaign are in sync when their spend today
-// is equal. A dark copy that began mid-day is not: its spend lacks what
+// is equal. A dark copy that began (or was paused) mid-day is not: its spend lacks what
 // live spent before, by a constant, until the campaign's next day. So spend
 // is compared by increments (what each update added since the last
 // compared one: both pipelines apply the same spend windows), and status,
@@ -41,6 +41,7 @@ type spendMark struct {
 	dayA, dayB           string
 	todayA, todayB       int64
 	lifetimeA, lifetimeB int64
+	nA, nB               uint64 // the rows' value counts (version.n)
 }
 
 func newPairState() *pairState {
@@ -61,7 +62,7 @@ func (ps *pairState) point(a, b *table, k outputKey, now time.Time, r Rules, tol
 	var ds []outdiff.Diff
 	var fields []string
 	if k.output == outdiff.BudgetStatus {
-		ds, fields = ps.status(k.campaign, a.out.Status[k.campaign], b.out.Status[k.campaign])
+		ds, fields = ps.status(k.campaign, a.out.Status[k.campaign], b.out.Status[k.campaign], va.n, vb.n)
 	} else if ps.synced[k.campaign] {
 		ds, fields = diffs(a, b, k, tol), []string{valueField(k.output)}
 	} else {
@@ -72,8 +73,15 @@ func (ps *pairState) point(a, b *table, k outputKey, now time.Time, r Rules, tol
 }
 
 // status compares two budget statuses: status and day while the campaign
-// is in sync, the spends by what they added since the last point.
-func (ps *pairState) status(campaign string, x, y contract.BudgetStatus) ([]outdiff.Diff, []string) {
+// is in sync, the spends by what they added since the last point. nA and
+// nB count each row's values, one per spend window and budget row applied:
+// when the two wrote different numbers since the last point, they applied
+// different inputs in between — a dark copy paused (cleared and set again,
+// or dead for a while: the missing values say whether it lacks windows
+// while it writes others), or resumed with its budget rows sent again — so
+// the spends they added are not the same windows: that update is the new
+// starting point, and the next ones are compared again.
+func (ps *pairState) status(campaign string, x, y contract.BudgetStatus, nA, nB uint64) ([]outdiff.Diff, []string) {
 	var ds []outdiff.Diff
 	var fields []string
 	synced := x.SpentTodayMicros == y.SpentTodayMicros
@@ -85,7 +93,7 @@ func (ps *pairState) status(campaign string, x, y contract.BudgetStatus) ([]outd
 			}
 		}
 	}
-	if prev, ok := ps.spend[campaign]; ok {
+	if prev, ok := ps.spend[campaign]; ok && prev.fedAlike(nA, nB) {
 		fields = append(fields, "spent_lifetime_micros")
 		ds = append(ds, increment(campaign, "spent_lifetime_micros", x.SpentLifetimeMicros-prev.lifetimeA, y.SpentLifetimeMicros-prev.lifetimeB)...)
 		if prev.dayA == x.Day && prev.dayB == y.Day {
@@ -94,9 +102,16 @@ func (ps *pairState) status(campaign string, x, y contract.BudgetStatus) ([]outd
 		}
 	}
 	ps.spend[campaign] = spendMark{dayA: x.Day, dayB: y.Day, todayA: x.SpentTodayMicros, todayB: y.SpentTodayMicros,
-		lifetimeA: x.SpentLifetimeMicros, lifetimeB: y.SpentLifetimeMicros}
+		lifetimeA: x.SpentLifetimeMicros, lifetimeB: y.SpentLifetimeMicros, nA: nA, nB: nB}
 	ps.synced[campaign] = synced
 	return ds, fields
+}
+
+// fedAlike reports whether both pipelines wrote as many values of the row
+// since m (counts that went back, a row forgotten and read again, start
+// over).
+func (m spendMark) fedAlike(nA, nB uint64) bool {
+	return nA >= m.nA && nB >= m.nB && nA-m.nA == nB-m.nB
 }
 
 // increment is the difference of what two pipelines added to a spend.

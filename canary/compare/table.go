@@ -11,10 +11,11 @@ import (
 type outputKey struct{ output, campaign string }
 
 // version is when a pipeline's latest value of a row arrived and was
-// written; seq numbers the values, so a round knows what it compared.
+// written; seq numbers the values, so a round knows what it compared, and
+// n counts the row's values.
 type version struct {
 	received, updated time.Time
-	seq               uint64
+	seq, n            uint64
 }
 
 // table is one pipeline's latest output values, with their versions.
@@ -36,7 +37,8 @@ func (t *table) add(output, key string, value []byte, at time.Time) error {
 		return err
 	}
 	t.seq++
-	t.ver[outputKey{output, key}] = version{received: at, updated: t.updatedAt(output, key), seq: t.seq}
+	k := outputKey{output, key}
+	t.ver[k] = version{received: at, updated: t.updatedAt(output, key), seq: t.seq, n: t.ver[k].n + 1}
 	return nil
 }
 
