@@ -43,6 +43,7 @@ type Engine struct {
 	tol     outdiff.Tolerances
 	live    [2]*table // primary, standby
 	targets map[string]*targetState
+	removed map[string]bool // targets removed while the engine ran
 	health  [2]*healthLog
 }
 
@@ -52,12 +53,15 @@ func NewEngine(r Rules) *Engine {
 		rules: r, tol: outdiff.Tolerances{PacingRateAbs: r.PacingRateAbs, BidMultiplierRel: r.BidMultiplierRel},
 		live:    [2]*table{newTable(), newTable()},
 		targets: map[string]*targetState{},
+		removed: map[string]bool{},
 		health:  [2]*healthLog{{}, {}},
 	}
 }
 
 // SetTargets replaces the judged targets: a new one starts empty, a removed
-// one is forgotten, a kept one keeps its data (its source may change).
+// one is forgotten, a kept one keeps its data (its source may change). A
+// target set again after a removal compares only values written from its
+// next round on: its copy has a gap.
 func (e *Engine) SetTargets(ts []Target) {
 	keep := map[string]bool{}
 	for _, t := range ts {
@@ -66,11 +70,14 @@ func (e *Engine) SetTargets(ts []Target) {
 			st.source = t.Source
 			continue
 		}
-		e.targets[t.Name] = newTargetState(t)
+		st := newTargetState(t)
+		st.again = e.removed[t.Name]
+		e.targets[t.Name] = st
 	}
 	for name := range e.targets {
 		if !keep[name] {
 			delete(e.targets, name)
+			e.removed[name] = true
 		}
 	}
 }

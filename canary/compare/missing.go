@@ -53,6 +53,11 @@ func (ps *pairState) missing(a, b *table, k outputKey, since time.Time, sampled 
 	if !ok {
 		return nil
 	}
+	if va.updated.Before(ps.from) { // written before the comparison (re)started
+		delete(ps.pending, k)
+		ps.judged[k], ps.lacks[k] = va.seq, false
+		return nil
+	}
 	matched := func(due time.Time) bool {
 		vb, ok := b.ver[k]
 		return ok && !vb.updated.Before(due.Add(-r.MaxSkew))

@@ -35,6 +35,9 @@ type pairState struct {
 	pending map[outputKey]*pendingMiss
 	judged  map[outputKey]uint64
 	lacks   map[outputKey]bool
+	// from: values written before it are neither compared nor judged
+	// missing (a target set again after a removal: see targetState.again).
+	from time.Time
 }
 
 type spendMark struct {
@@ -56,7 +59,7 @@ func newPairState() *pairState {
 func (ps *pairState) point(a, b *table, k outputKey, now time.Time, r Rules, tol outdiff.Tolerances) ([]outdiff.Diff, []string) {
 	va, vb, ok := aligned(a, b, k, now, r)
 	pair := [2]uint64{va.seq, vb.seq}
-	if !ok || ps.last[k] == pair {
+	if !ok || ps.last[k] == pair || va.updated.Before(ps.from) || vb.updated.Before(ps.from) {
 		return nil, nil
 	}
 	var ds []outdiff.Diff

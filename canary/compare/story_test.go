@@ -91,6 +91,12 @@ func (s *story) do(line string) {
 		for i := from; i < from+n; i++ {
 			s.engine().ObserveSampled("cand", fmt.Sprintf("c-%03d", i), false, s.now)
 		}
+	case "targets": // the judged targets now, by name (none: every one removed)
+		var ts []Target
+		for _, name := range args {
+			ts = append(ts, Target{Name: name, Source: contract.Primary})
+		}
+		s.engine().SetTargets(ts)
 	case "advance":
 		d, err := time.ParseDuration(rest)
 		if err != nil {
@@ -163,6 +169,14 @@ func (s *story) write(pipelines []string, kv map[string]string) {
 	row.Lifetime = int64(s.num(kv, "lifetime", 0))
 	row.Rate, row.Mult = s.num(kv, "rate", row.Rate), s.num(kv, "mult", row.Mult)
 	from, n := int(s.num(kv, "from", 0)), int(s.num(kv, "campaigns", 1))
+	written := s.now // written=-40s: values written that long before they are read (a reader replaying a topic)
+	if v, ok := kv["written"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			s.fatalf("written=%q: %v", v, err)
+		}
+		written = s.now.Add(d)
+	}
 	for _, p := range pipelines {
 		src := map[string]Source{"primary": Live(contract.Primary), "standby": Live(contract.Standby), "dark": Dark("cand")}[p]
 		if src == (Source{}) {
@@ -170,7 +184,7 @@ func (s *story) write(pipelines []string, kv map[string]string) {
 		}
 		for i := from; i < from+n; i++ {
 			c := fmt.Sprintf("c-%03d", i)
-			for _, o := range row.Outputs(s.t, c, s.now) {
+			for _, o := range row.Outputs(s.t, c, written) {
 				if err := s.engine().ObserveOutput(src, o.Output, c, o.Value, s.now); err != nil {
 					s.fatalf("%v", err)
 				}

@@ -27,6 +27,9 @@ type targetState struct {
 	sampled   map[string]time.Time
 	lastPoint time.Time
 	rounds    []round
+	// again: the target was judged before, removed and set again (its
+	// copy has a gap); its first round starts the comparison afresh.
+	again bool
 }
 
 // round is what one comparison round of a target counted.
@@ -61,6 +64,17 @@ func newTargetState(t Target) *targetState {
 // standby (noise) on the same rows. Budget status goes first, so that the
 // other outputs know whether their campaign is in sync.
 func (st *targetState) round(e *Engine, now time.Time) {
+	if st.again {
+		// Set again after a removal (cleared, disabled, its document gone
+		// with ZooKeeper's data): its copy lacks what live got meanwhile,
+		// so only values of windows that began after it was fed again are
+		// compared, as for a new target: values written a window and its
+		// lateness from now on (max_skew is half a window, and the
+		// lateness half a window, by default). Before, the values around
+		// the gap read as spend differences and missing values of the
+		// build.
+		st.raw.from, st.again = now.Add(3*e.rules.MaxSkew), false
+	}
 	r := round{at: now, points: map[string]int{}, noisePoints: map[string]int{}, fields: map[fieldKey]*fieldCount{}, missing: map[string][]string{}}
 	live, prim, stby := e.live[sideIndex(st.source)], e.live[0], e.live[1]
 	for _, first := range []bool{true, false} {
