@@ -104,6 +104,7 @@ func (e *Engine) ObserveOutput(src Source, output, key string, value []byte, at 
 		if _, k := contract.DarkCampaignOf(key); k != 0 {
 			return nil
 		}
+		e.targets[src.Target].received(at, e.rules.Stale)
 	}
 	return t.add(output, key, value, at)
 }

@@ -27,9 +27,23 @@ type targetState struct {
 	sampled   map[string]time.Time
 	lastPoint time.Time
 	rounds    []round
-	// again: the target was judged before, removed and set again (its
-	// copy has a gap); its first round starts the comparison afresh.
+	// again: the target was judged before, removed and set again, or
+	// wrote nothing for longer than stale (its copy has a gap); its next
+	// round starts the comparison afresh.
 	again bool
+	// lastOutput is when the target's latest output record arrived.
+	lastOutput time.Time
+}
+
+// received notes that an output record of the target arrived at at: the
+// first after a silence longer than stale (the target was dead, paused by
+// its dispatcher, cut off) starts the comparison afresh, as a target set
+// again does.
+func (st *targetState) received(at time.Time, stale time.Duration) {
+	if !st.lastOutput.IsZero() && at.Sub(st.lastOutput) > stale {
+		st.again = true
+	}
+	st.lastOutput = at
 }
 
 // round is what one comparison round of a target counted.
@@ -66,7 +80,8 @@ func newTargetState(t Target) *targetState {
 func (st *targetState) round(e *Engine, now time.Time) {
 	if st.again {
 		// Set again after a removal (cleared, disabled, its document gone
-		// with ZooKeeper's data): its copy lacks what live got meanwhile,
+		// with ZooKeeper's data), or back after a silence longer than
+		// stale: its copy lacks what live got meanwhile,
 		// so only values of windows that began after it was fed again are
 		// compared, as for a new target: values written a window and its
 		// lateness from now on (max_skew is half a window, and the
