@@ -297,13 +297,18 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 	ow := &overrideWatcher{s: sess, paths: m.paths, services: m.cfg.services(), log: m.log, retry: retry,
 		notify: m.setOverrides}
 
+	laidOut := make(chan struct{})
 	wg.Go(func() {
-		if err := m.setup(ctx, sess, retry); err != nil {
+		if err := m.layout(ctx, sess, retry, laidOut); err != nil {
 			fatal <- err
-			return
 		}
-		wg.Go(func() { m.keepLayout(ctx, sess, retry) })
-		el.run(ctx)
+	})
+	wg.Go(func() {
+		select {
+		case <-laidOut:
+			el.run(ctx)
+		case <-ctx.Done():
+		}
 	})
 	wg.Go(func() { pub.run(ctx) })
 	wg.Go(func() { ow.run(ctx) })
@@ -322,48 +327,38 @@ func (m *Monitor) start(ctx context.Context, wg *sync.WaitGroup, sess *zkutil.Se
 	wg.Go(func() { ev.run(ctx) })
 }
 
-// setup creates the znode layout once the session is usable. A refusal by
-// ZooKeeper's ACLs is fatal: it will not fix itself.
-func (m *Monitor) setup(ctx context.Context, sess *zkutil.Session, retry time.Duration) error {
-	pokes, unsubscribe := sess.Subscribe()
-	defer unsubscribe()
-	for {
-		if sess.Usable() {
-			err := ensureLayout(sess.Conn(), m.paths, m.policy, m.cfg.services())
-			if err == nil {
-				return nil
-			}
-			if errors.Is(err, ErrACL) {
-				return err
-			}
-			m.log.Warn("creating the znode layout failed; retrying", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-pokes:
-		case <-time.After(retry):
-		}
-	}
-}
-
-// keepLayout creates the znode layout again whenever a session begins:
-// an ensemble rebuilt empty has none, and the election and the publisher
-// create their znodes in it. A failure is retried while the session lasts.
-func (m *Monitor) keepLayout(ctx context.Context, sess *zkutil.Session, retry time.Duration) {
+// layout creates the znode layout in every session, once it is usable: at
+// start, and again after an expiry or a new session (an ensemble rebuilt
+// empty has none, and the election and the publisher create their znodes
+// in it). laidOut is closed once the first layout exists. A failure is
+// retried while the session lasts; a refusal by ZooKeeper's ACLs is fatal:
+// it will not fix itself.
+func (m *Monitor) layout(ctx context.Context, sess *zkutil.Session, retry time.Duration, laidOut chan<- struct{}) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	first := sync.OnceFunc(func() { close(laidOut) })
 	sess.EachSession(ctx, func() {
 		for ctx.Err() == nil && sess.Usable() {
 			err := ensureLayout(sess.Conn(), m.paths, m.policy, m.cfg.services())
-			if err == nil {
+			switch {
+			case err == nil:
+				first()
+				return
+			case errors.Is(err, ErrACL):
+				stop(err)
 				return
 			}
-			m.log.Warn("creating the znode layout in a new session failed; retrying", "err", err)
+			m.log.Warn("creating the znode layout failed; retrying", "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(retry):
 			}
 		}
 	})
+	if err := context.Cause(ctx); errors.Is(err, ErrACL) {
+		return err
+	}
+	return nil
 }
 
 func (m *Monitor) candidateData() []byte {
