@@ -39,16 +39,22 @@ var promParser = parser.NewParser(parser.Options{})
 // interpolates them before it sends a query.
 var grafanaVars = strings.NewReplacer("$__rate_interval", "1m", "${job}", ".+", "$job", ".+", "$service", "budget")
 
+// alertGroups are the alert rules' groups, parsed as Prometheus does.
+func alertGroups(t *testing.T) []rulefmt.RuleGroup {
+	t.Helper()
+	groups, errs := rulefmt.ParseFile(alertRules, false, model.UTF8Validation, promParser, slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		t.Fatalf("%s: %v", alertRules, errs)
+	}
+	return groups.Groups
+}
+
 // queries returns every PromQL expression of the dashboard (panels and
 // annotations) and of the alert rules, by where it is.
 func queries(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	groups, errs := rulefmt.ParseFile(alertRules, false, model.UTF8Validation, promParser, slog.New(slog.DiscardHandler))
-	if len(errs) > 0 {
-		t.Fatalf("%s: %v", alertRules, errs)
-	}
-	for _, g := range groups.Groups {
+	for _, g := range alertGroups(t) {
 		for _, r := range g.Rules {
 			out[alertRules+": "+r.Alert] = r.Expr
 		}
@@ -415,12 +421,8 @@ func TestEveryAlertHasAPromtoolTest(t *testing.T) {
 			fires[a.Alertname] = fires[a.Alertname] || len(a.ExpAlerts) > 0
 		}
 	}
-	groups, errs := rulefmt.ParseFile(alertRules, false, model.UTF8Validation, promParser, slog.New(slog.DiscardHandler))
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
 	n := 0
-	for _, g := range groups.Groups {
+	for _, g := range alertGroups(t) {
 		for _, r := range g.Rules {
 			n++
 			if r.Alert != "" && !fires[r.Alert] {
@@ -459,12 +461,8 @@ func TestEveryAlertHasARunbookSection(t *testing.T) {
 			sections[name] = true
 		}
 	}
-	groups, errs := rulefmt.ParseFile(alertRules, false, model.UTF8Validation, promParser, slog.New(slog.DiscardHandler))
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
 	alerts := map[string]bool{}
-	for _, g := range groups.Groups {
+	for _, g := range alertGroups(t) {
 		for _, r := range g.Rules {
 			if r.Alert == "" {
 				continue
