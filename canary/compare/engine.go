@@ -60,8 +60,8 @@ func NewEngine(r Rules) *Engine {
 
 // SetTargets replaces the judged targets: a new one starts empty, a removed
 // one is forgotten, a kept one keeps its data (its source may change). A
-// target set again after a removal compares only values written from its
-// next round on: its copy has a gap.
+// target set again after a removal is compared afresh, as after a silence
+// (see targetState.again): its copy has a gap.
 func (e *Engine) SetTargets(ts []Target) {
 	keep := map[string]bool{}
 	for _, t := range ts {
@@ -96,17 +96,21 @@ func (e *Engine) Targets() []Target {
 // decode is returned as an error and ignored. A dark target's clones
 // (contract.DarkCloneID) have no live counterpart and are not kept.
 func (e *Engine) ObserveOutput(src Source, output, key string, value []byte, at time.Time) error {
-	t := e.tableOf(src)
-	if t == nil {
-		return nil
-	}
-	if src.Target != "" {
-		if _, k := contract.DarkCampaignOf(key); k != 0 {
+	if src.Target == "" {
+		if !src.Side.Valid() {
 			return nil
 		}
-		e.targets[src.Target].received(at, e.rules.Stale)
+		return e.live[sideIndex(src.Side)].add(output, key, value, at)
 	}
-	return t.add(output, key, value, at)
+	st, ok := e.targets[src.Target]
+	if !ok {
+		return nil
+	}
+	if _, k := contract.DarkCampaignOf(key); k != 0 {
+		return nil
+	}
+	st.received(at, e.rules.Stale)
+	return st.table.add(output, key, value, at)
 }
 
 // ObserveSampled takes one record of a dark target's budgets topic: its key
@@ -131,19 +135,6 @@ func (e *Engine) ObserveHealth(src Source, s contract.HealthSample, at time.Time
 	if st, ok := e.targets[src.Target]; ok {
 		st.health.add(s, at)
 	}
-}
-
-func (e *Engine) tableOf(src Source) *table {
-	if src.Target == "" {
-		if !src.Side.Valid() {
-			return nil
-		}
-		return e.live[sideIndex(src.Side)]
-	}
-	if st, ok := e.targets[src.Target]; ok {
-		return st.table
-	}
-	return nil
 }
 
 // Round compares, for every target, each sampled campaign's latest value of

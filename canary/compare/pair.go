@@ -13,8 +13,9 @@ import (
 // primary and standby) keeps per campaign between rounds.
 //
 // Two pipelines' states of a campaign are in sync when their spend today
-// is equal. A dark copy that began (or was paused) mid-day is not: its spend lacks what
-// live spent before, by a constant, until the campaign's next day. So spend
+// is equal. A dark copy that began (or was paused) mid-day is not: its
+// spend lacks what live spent before, by a constant, until the campaign's
+// next day. So spend
 // is compared by increments (what each update added since the last
 // compared one: both pipelines apply the same spend windows), and status,
 // day, pacing and bid multiplier, which follow from the spend, only while
@@ -36,7 +37,7 @@ type pairState struct {
 	judged  map[outputKey]uint64
 	lacks   map[outputKey]bool
 	// from: values written before it are neither compared nor judged
-	// missing (a target set again after a removal: see targetState.again).
+	// missing (a target compared afresh: see targetState.again).
 	from time.Time
 }
 
