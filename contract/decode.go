@@ -147,6 +147,7 @@ type budgetStatusWire struct {
 	Day                 *string `json:"day"`
 	SpentTodayMicros    *int64  `json:"spent_today_micros"`
 	SpentLifetimeMicros *int64  `json:"spent_lifetime_micros"`
+	LastWindowStart     *string `json:"last_window_start"`
 	UpdatedAt           *string `json:"updated_at"`
 }
 
@@ -165,6 +166,7 @@ func DecodeBudgetStatus(b []byte) (BudgetStatus, error) {
 		Day:                 f.str("day", w.Day),
 		SpentTodayMicros:    f.nonNegative("spent_today_micros", w.SpentTodayMicros),
 		SpentLifetimeMicros: f.nonNegative("spent_lifetime_micros", w.SpentLifetimeMicros),
+		LastWindowStart:     f.optionalTime("last_window_start", w.LastWindowStart),
 		UpdatedAt:           f.time("updated_at", w.UpdatedAt),
 	}
 	if f.err == nil {
@@ -176,12 +178,13 @@ func DecodeBudgetStatus(b []byte) (BudgetStatus, error) {
 }
 
 type pacingWire struct {
-	V            *int     `json:"v"`
-	Campaign     *string  `json:"campaign"`
-	Rate         *float64 `json:"rate"`
-	TargetMicros *int64   `json:"target_micros"`
-	ActualMicros *int64   `json:"actual_micros"`
-	UpdatedAt    *string  `json:"updated_at"`
+	V               *int     `json:"v"`
+	Campaign        *string  `json:"campaign"`
+	Rate            *float64 `json:"rate"`
+	TargetMicros    *int64   `json:"target_micros"`
+	ActualMicros    *int64   `json:"actual_micros"`
+	LastWindowStart *string  `json:"last_window_start"`
+	UpdatedAt       *string  `json:"updated_at"`
 }
 
 // DecodePacing decodes and validates a Pacing record; rate must be in [0,1].
@@ -193,21 +196,23 @@ func DecodePacing(b []byte) (Pacing, error) {
 	var f fields
 	f.version(w.V)
 	e := Pacing{
-		V:            SchemaVersion,
-		Campaign:     f.id("campaign", w.Campaign, true),
-		Rate:         f.unit("rate", w.Rate, 0, 1),
-		TargetMicros: f.nonNegative("target_micros", w.TargetMicros),
-		ActualMicros: f.nonNegative("actual_micros", w.ActualMicros),
-		UpdatedAt:    f.time("updated_at", w.UpdatedAt),
+		V:               SchemaVersion,
+		Campaign:        f.id("campaign", w.Campaign, true),
+		Rate:            f.unit("rate", w.Rate, 0, 1),
+		TargetMicros:    f.nonNegative("target_micros", w.TargetMicros),
+		ActualMicros:    f.nonNegative("actual_micros", w.ActualMicros),
+		LastWindowStart: f.optionalTime("last_window_start", w.LastWindowStart),
+		UpdatedAt:       f.time("updated_at", w.UpdatedAt),
 	}
 	return e, f.result()
 }
 
 type bidMultiplierWire struct {
-	V          *int     `json:"v"`
-	Campaign   *string  `json:"campaign"`
-	Multiplier *float64 `json:"multiplier"`
-	UpdatedAt  *string  `json:"updated_at"`
+	V               *int     `json:"v"`
+	Campaign        *string  `json:"campaign"`
+	Multiplier      *float64 `json:"multiplier"`
+	LastWindowStart *string  `json:"last_window_start"`
+	UpdatedAt       *string  `json:"updated_at"`
 }
 
 // MaxMultiplier bounds what a decoder accepts as a bid multiplier; the
@@ -223,10 +228,11 @@ func DecodeBidMultiplier(b []byte) (BidMultiplier, error) {
 	var f fields
 	f.version(w.V)
 	e := BidMultiplier{
-		V:          SchemaVersion,
-		Campaign:   f.id("campaign", w.Campaign, true),
-		Multiplier: f.unit("multiplier", w.Multiplier, 0, MaxMultiplier),
-		UpdatedAt:  f.time("updated_at", w.UpdatedAt),
+		V:               SchemaVersion,
+		Campaign:        f.id("campaign", w.Campaign, true),
+		Multiplier:      f.unit("multiplier", w.Multiplier, 0, MaxMultiplier),
+		LastWindowStart: f.optionalTime("last_window_start", w.LastWindowStart),
+		UpdatedAt:       f.time("updated_at", w.UpdatedAt),
 	}
 	return e, f.result()
 }

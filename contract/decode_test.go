@@ -39,6 +39,9 @@ func TestDecodeReasons(t *testing.T) {
 		{"due_at before the window", "spend", r(`"emitted_at"`, `"due_at":"2026-11-30T09:59:59Z","emitted_at"`).Replace(spend), ReasonInvalidWindow},
 		{"good budget", "budget", budget, ""},
 		{"good status", "status", status, ""},
+		{"status with last_window_start", "status", r(`"updated_at"`, `"last_window_start":"2026-11-30T09:59:50Z","updated_at"`).Replace(status), ""},
+		{"last_window_start not a time", "status", r(`"updated_at"`, `"last_window_start":"now","updated_at"`).Replace(status), ReasonInvalidTimestamp},
+		{"pacing last_window_start of the wrong type", "pacing", r(`"updated_at"`, `"last_window_start":1,"updated_at"`).Replace(pacing), ReasonWrongType},
 		{"good pacing", "pacing", pacing, ""},
 		{"good multiplier", "bid", bidm, ""},
 		{"good health sample", "health", health, ""},
@@ -114,6 +117,37 @@ func TestSpendEventDueAt(t *testing.T) {
 	got, err := DecodeSpendEvent(b)
 	if err != nil || !got.DueAt.Equal(e.DueAt) || !got.DueAtOr(5*time.Second).Equal(e.DueAt) {
 		t.Fatalf("round trip of %s: %+v, %v", b, got, err)
+	}
+}
+
+// TestOutputsLastWindowStart: the outputs' last_window_start is optional
+// (a build before it writes none, and a status before any spend window has
+// none) and survives a round trip, so a comparison pairs values by it.
+func TestOutputsLastWindowStart(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 0, 7, 0, time.UTC)
+	window := at.Truncate(10 * time.Second)
+	for _, tc := range []struct {
+		rec    any
+		decode func([]byte) (time.Time, error)
+	}{
+		{BudgetStatus{V: 1, Campaign: "c1", Status: StatusActive, Day: "2026-11-30", UpdatedAt: at},
+			func(b []byte) (time.Time, error) { s, err := DecodeBudgetStatus(b); return s.LastWindowStart, err }},
+		{Pacing{V: 1, Campaign: "c1", Rate: 1, UpdatedAt: at},
+			func(b []byte) (time.Time, error) { p, err := DecodePacing(b); return p.LastWindowStart, err }},
+		{BidMultiplier{V: 1, Campaign: "c1", Multiplier: 1, UpdatedAt: at},
+			func(b []byte) (time.Time, error) { m, err := DecodeBidMultiplier(b); return m.LastWindowStart, err }},
+	} {
+		b, _ := Encode(tc.rec)
+		if strings.Contains(string(b), "last_window_start") {
+			t.Fatalf("%T: a zero last_window_start is written: %s", tc.rec, b)
+		}
+		if got, err := tc.decode(b); err != nil || !got.IsZero() {
+			t.Fatalf("%T without last_window_start: %v, %v", tc.rec, got, err)
+		}
+		with := strings.Replace(string(b), `"updated_at"`, `"last_window_start":"`+window.Format(time.RFC3339Nano)+`","updated_at"`, 1)
+		if got, err := tc.decode([]byte(with)); err != nil || !got.Equal(window) {
+			t.Fatalf("%T: %s decodes to %v, %v", tc.rec, with, got, err)
+		}
 	}
 }
 

@@ -53,6 +53,9 @@ func (s BudgetStatus) appendJSON(b []byte) ([]byte, error) {
 	b = appendString(append(b, `,"day":`...), s.Day)
 	b = strconv.AppendInt(append(b, `,"spent_today_micros":`...), s.SpentTodayMicros, 10)
 	b = strconv.AppendInt(append(b, `,"spent_lifetime_micros":`...), s.SpentLifetimeMicros, 10)
+	if !s.LastWindowStart.IsZero() { // omitzero
+		b = appendTime(append(b, `,"last_window_start":`...), s.LastWindowStart, &err)
+	}
 	b = appendTime(append(b, `,"updated_at":`...), s.UpdatedAt, &err)
 	return append(b, '}'), err
 }
@@ -64,6 +67,9 @@ func (p Pacing) appendJSON(b []byte) ([]byte, error) {
 	b = appendFloat(append(b, `,"rate":`...), p.Rate, &err)
 	b = strconv.AppendInt(append(b, `,"target_micros":`...), p.TargetMicros, 10)
 	b = strconv.AppendInt(append(b, `,"actual_micros":`...), p.ActualMicros, 10)
+	if !p.LastWindowStart.IsZero() { // omitzero
+		b = appendTime(append(b, `,"last_window_start":`...), p.LastWindowStart, &err)
+	}
 	b = appendTime(append(b, `,"updated_at":`...), p.UpdatedAt, &err)
 	return append(b, '}'), err
 }
@@ -73,6 +79,9 @@ func (m BidMultiplier) appendJSON(b []byte) ([]byte, error) {
 	b = strconv.AppendInt(append(b, `{"v":`...), int64(m.V), 10)
 	b = appendString(append(b, `,"campaign":`...), m.Campaign)
 	b = appendFloat(append(b, `,"multiplier":`...), m.Multiplier, &err)
+	if !m.LastWindowStart.IsZero() { // omitzero
+		b = appendTime(append(b, `,"last_window_start":`...), m.LastWindowStart, &err)
+	}
 	b = appendTime(append(b, `,"updated_at":`...), m.UpdatedAt, &err)
 	return append(b, '}'), err
 }

@@ -74,32 +74,43 @@ type Budget struct {
 
 // BudgetStatus is the budget enforcer's output (compacted topic budget-status).
 type BudgetStatus struct {
-	V                   int       `json:"v"`
-	Campaign            string    `json:"campaign"`
-	Status              string    `json:"status"`
-	Day                 string    `json:"day"`
-	SpentTodayMicros    int64     `json:"spent_today_micros"`
-	SpentLifetimeMicros int64     `json:"spent_lifetime_micros"`
-	UpdatedAt           time.Time `json:"updated_at"`
+	V                   int    `json:"v"`
+	Campaign            string `json:"campaign"`
+	Status              string `json:"status"`
+	Day                 string `json:"day"`
+	SpentTodayMicros    int64  `json:"spent_today_micros"`
+	SpentLifetimeMicros int64  `json:"spent_lifetime_micros"`
+	// LastWindowStart is the start of the newest spend window the service
+	// has applied to the campaign (the window_start of its newest regular
+	// SpendEvent; a late one leaves it), zero before any. Both sides write
+	// the same value once they applied the same windows, whenever they
+	// write it, so a comparison of two pipelines' outputs (the dark
+	// canary) pairs values of the same window by it. Optional in v=1.
+	LastWindowStart time.Time `json:"last_window_start,omitzero"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 // Pacing is the pacer's output (compacted topic pacing): the fraction of
 // eligible traffic the campaign should take, in [0,1].
 type Pacing struct {
-	V            int       `json:"v"`
-	Campaign     string    `json:"campaign"`
-	Rate         float64   `json:"rate"`
-	TargetMicros int64     `json:"target_micros"`
-	ActualMicros int64     `json:"actual_micros"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	V            int     `json:"v"`
+	Campaign     string  `json:"campaign"`
+	Rate         float64 `json:"rate"`
+	TargetMicros int64   `json:"target_micros"`
+	ActualMicros int64   `json:"actual_micros"`
+	// LastWindowStart: as BudgetStatus's.
+	LastWindowStart time.Time `json:"last_window_start,omitzero"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 // BidMultiplier is the bidder's output (compacted topic bid-multipliers).
 type BidMultiplier struct {
-	V          int       `json:"v"`
-	Campaign   string    `json:"campaign"`
-	Multiplier float64   `json:"multiplier"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	V          int     `json:"v"`
+	Campaign   string  `json:"campaign"`
+	Multiplier float64 `json:"multiplier"`
+	// LastWindowStart: as BudgetStatus's.
+	LastWindowStart time.Time `json:"last_window_start,omitzero"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 // HealthSample is what every stage instance reports every sample interval to

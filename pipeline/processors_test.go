@@ -193,15 +193,15 @@ func TestBudgetEnforcer(t *testing.T) {
 	}
 
 	tt.Consume("spend", "c1", spendEvent(t, "c1", start, 500))
-	if s := last(); s.Status != contract.StatusNoBudget || s.SpentTodayMicros != 500 {
-		t.Fatalf("without a budget row: %+v", s)
+	if s := last(); s.Status != contract.StatusNoBudget || s.SpentTodayMicros != 500 || !s.LastWindowStart.Equal(start) {
+		t.Fatalf("without a budget row: %+v (last_window_start: want the window applied, %s)", s, start)
 	}
 	tt.Consume("budgets", "c1", mustJSON(t, contract.Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: 1000, LifetimeMicros: 5000, Timezone: "UTC"}))
 	if s := last(); s.Status != contract.StatusActive {
 		t.Fatalf("after the budget arrived: %+v", s)
 	}
 	tt.Consume("spend", "c1", spendEvent(t, "c1", start.Add(10*time.Second), 500))
-	if s := last(); s.Status != contract.StatusDailyCapped || s.SpentTodayMicros != 1000 {
+	if s := last(); s.Status != contract.StatusDailyCapped || s.SpentTodayMicros != 1000 || !s.LastWindowStart.Equal(start.Add(10*time.Second)) {
 		t.Fatalf("at the daily budget: %+v", s)
 	}
 	// The same SpendEvent again (a replay, a restart) changes nothing.
@@ -211,7 +211,8 @@ func TestBudgetEnforcer(t *testing.T) {
 	}
 	// A raised budget lifts the cap at once.
 	tt.Consume("budgets", "c1", mustJSON(t, contract.Budget{V: 1, Campaign: "c1", Advertiser: "adv", DailyMicros: 3000, LifetimeMicros: 5000, Timezone: "UTC"}))
-	if s := last(); s.Status != contract.StatusActive {
+	// A budget row applies no spend window: the status follows the same one.
+	if s := last(); s.Status != contract.StatusActive || !s.LastWindowStart.Equal(start.Add(10*time.Second)) {
 		t.Fatalf("after raising the budget: %+v", s)
 	}
 	// The campaign's midnight: a wake-up on a new day resets the day's spend.
@@ -286,6 +287,7 @@ func TestPacerAndBidderOutputs(t *testing.T) {
 				tt.Consume("spend", "c1", spendEvent(t, "c1", start.Add(time.Duration(i)*10*time.Second), micros))
 			}
 			var lastRate, lastMult float64
+			var lastWindow time.Time
 			for {
 				_, v, ok := out.NextRaw()
 				if !ok {
@@ -296,14 +298,17 @@ func TestPacerAndBidderOutputs(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					lastRate = p.Rate
+					lastRate, lastWindow = p.Rate, p.LastWindowStart
 				} else {
 					b, err := contract.DecodeBidMultiplier(v)
 					if err != nil {
 						t.Fatal(err)
 					}
-					lastMult = b.Multiplier
+					lastMult, lastWindow = b.Multiplier, b.LastWindowStart
 				}
+			}
+			if want := start.Add(59 * 10 * time.Second).UTC(); !lastWindow.Equal(want) {
+				t.Fatalf("last_window_start %s, want the newest window applied, %s", lastWindow, want)
 			}
 			if name == contract.StagePacer && !(lastRate >= 0.01 && lastRate < 0.5) {
 				t.Fatalf("rate %v: a campaign ahead of plan at 3x its pace must be throttled, not below min_rate", lastRate)

@@ -164,7 +164,7 @@ func (s *service) enforce(key string, c *statestore.Campaign, _ time.Time, _ *co
 	return contract.BudgetStatus{
 		V: contract.SchemaVersion, Campaign: key, Status: c.Status, Day: c.Ledger.Day,
 		SpentTodayMicros: c.Ledger.SpentToday, SpentLifetimeMicros: c.Ledger.SpentLifetime,
-		UpdatedAt: time.Now().UTC(),
+		LastWindowStart: lastWindowStart(&c.Ledger), UpdatedAt: time.Now().UTC(),
 	}
 }
 
@@ -189,7 +189,8 @@ func (s *service) pace(key string, c *statestore.Campaign, t time.Time, obs *con
 	c.Pacer = &st
 	return contract.Pacing{
 		V: contract.SchemaVersion, Campaign: key, Rate: st.Rate,
-		TargetMicros: target, ActualMicros: c.Ledger.SpentToday, UpdatedAt: time.Now().UTC(),
+		TargetMicros: target, ActualMicros: c.Ledger.SpentToday, LastWindowStart: lastWindowStart(&c.Ledger),
+		UpdatedAt: time.Now().UTC(),
 	}
 }
 
@@ -208,5 +209,15 @@ func (s *service) bid(key string, c *statestore.Campaign, t time.Time, obs *cont
 		TargetMicros: int64(float64(daily) * day.fraction(t)), NowMs: t.UnixMilli(), Observed: obs != nil,
 	})
 	c.Bidder = &st
-	return contract.BidMultiplier{V: contract.SchemaVersion, Campaign: key, Multiplier: st.Multiplier, UpdatedAt: time.Now().UTC()}
+	return contract.BidMultiplier{V: contract.SchemaVersion, Campaign: key, Multiplier: st.Multiplier,
+		LastWindowStart: lastWindowStart(&c.Ledger), UpdatedAt: time.Now().UTC()}
+}
+
+// lastWindowStart is the start of the newest spend window l applied, zero
+// before any: every output says which windows it follows from.
+func lastWindowStart(l *statestore.Ledger) time.Time {
+	if l.Through == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(l.Through).UTC()
 }
