@@ -53,7 +53,7 @@ func (ps *pairState) missing(a, b *table, k outputKey, since time.Time, sampled 
 	if !ok {
 		return nil
 	}
-	if va.updated.Before(ps.from) { // written before the comparison (re)started
+	if ps.before(va, r) { // before the comparison (re)started
 		delete(ps.pending, k)
 		ps.judged[k], ps.lacks[k] = va.seq, false
 		return nil

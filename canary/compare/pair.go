@@ -36,8 +36,9 @@ type pairState struct {
 	pending map[outputKey]*pendingMiss
 	judged  map[outputKey]uint64
 	lacks   map[outputKey]bool
-	// from: values written before it are neither compared nor judged
-	// missing (a target compared afresh: see targetState.again).
+	// from is when the comparison (re)started: values before it are
+	// neither compared nor judged missing (a target compared afresh: see
+	// targetState.again and before).
 	from time.Time
 }
 
@@ -60,7 +61,7 @@ func newPairState() *pairState {
 func (ps *pairState) point(a, b *table, k outputKey, now time.Time, r Rules, tol outdiff.Tolerances) ([]outdiff.Diff, []string) {
 	va, vb, ok := aligned(a, b, k, now, r)
 	pair := [2]uint64{va.seq, vb.seq}
-	if !ok || ps.last[k] == pair || va.updated.Before(ps.from) || vb.updated.Before(ps.from) {
+	if !ok || ps.last[k] == pair || ps.before(va, r) || ps.before(vb, r) {
 		return nil, nil
 	}
 	var ds []outdiff.Diff
@@ -109,6 +110,23 @@ func (ps *pairState) status(campaign string, x, y contract.BudgetStatus, nA, nB 
 		lifetimeA: x.SpentLifetimeMicros, lifetimeB: y.SpentLifetimeMicros, nA: nA, nB: nB}
 	ps.synced[campaign] = synced
 	return ds, fields
+}
+
+// before reports whether v follows from what a copy fed again since from
+// may lack: a spend window that began before from + max_skew (the
+// dispatcher and the comparator follow the same target document, and a
+// window beginning half a window later is copied whole), or, for a value
+// that does not say its window, one written before from + 3 × max_skew (a
+// window and its lateness, by default; shorter when the lateness is above
+// half a window).
+func (ps *pairState) before(v version, r Rules) bool {
+	if ps.from.IsZero() {
+		return false
+	}
+	if !v.window.IsZero() {
+		return v.window.Before(ps.from.Add(r.MaxSkew))
+	}
+	return v.updated.Before(ps.from.Add(3 * r.MaxSkew))
 }
 
 // fedAlike reports whether both pipelines wrote as many values of the row

@@ -21,7 +21,10 @@ import (
 //	config KEY=VALUE…          min_points, min_campaigns, relative, absolute, stale
 //	write PIPELINES K=V…       PIPELINES: primary,standby,dark; campaigns=N [from=I]
 //	                           [status=S] [day=D] [spent=N] [lifetime=N]
-//	                           [rate=F] [mult=F]
+//	                           [rate=F] [mult=F] [written=D] [window=D]
+//	                           written: values written D before now (a
+//	                           reader replaying a topic); window: their
+//	                           last_window_start is now + D (D < 0)
 //	sample campaigns=N [from=I] the dispatcher sends the campaigns to the
 //	                           target (their rows on its budgets topic), now
 //	advance D                  time passes by D (the writes settle), then a round
@@ -176,6 +179,13 @@ func (s *story) write(pipelines []string, kv map[string]string) {
 			s.fatalf("written=%q: %v", v, err)
 		}
 		written = s.now.Add(d)
+	}
+	if v, ok := kv["window"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			s.fatalf("window=%q: %v", v, err)
+		}
+		row.Window = s.now.Add(d).UTC()
 	}
 	for _, p := range pipelines {
 		src := map[string]Source{"primary": Live(contract.Primary), "standby": Live(contract.Standby), "dark": Dark("cand")}[p]

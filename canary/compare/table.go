@@ -11,11 +11,12 @@ import (
 type outputKey struct{ output, campaign string }
 
 // version is when a pipeline's latest value of a row arrived and was
-// written; seq numbers the values, so a round knows what it compared, and
-// n counts the row's values.
+// written, and the newest spend window it follows from (zero: the value
+// does not say); seq numbers the values, so a round knows what it
+// compared, and n counts the row's values.
 type version struct {
-	received, updated time.Time
-	seq, n            uint64
+	received, updated, window time.Time
+	seq, n                    uint64
 }
 
 // table is one pipeline's latest output values, with their versions.
@@ -38,18 +39,23 @@ func (t *table) add(output, key string, value []byte, at time.Time) error {
 	}
 	t.seq++
 	k := outputKey{output, key}
-	t.ver[k] = version{received: at, updated: t.updatedAt(output, key), seq: t.seq, n: t.ver[k].n + 1}
+	updated, window := t.times(output, key)
+	t.ver[k] = version{received: at, updated: updated, window: window, seq: t.seq, n: t.ver[k].n + 1}
 	return nil
 }
 
-func (t *table) updatedAt(output, key string) time.Time {
+// times are the updated_at and last_window_start of a row's latest value.
+func (t *table) times(output, key string) (updated, window time.Time) {
 	switch output {
 	case outdiff.BudgetStatus:
-		return t.out.Status[key].UpdatedAt
+		s := t.out.Status[key]
+		return s.UpdatedAt, s.LastWindowStart
 	case outdiff.Pacing:
-		return t.out.Pacing[key].UpdatedAt
+		p := t.out.Pacing[key]
+		return p.UpdatedAt, p.LastWindowStart
 	}
-	return t.out.Bid[key].UpdatedAt
+	m := t.out.Bid[key]
+	return m.UpdatedAt, m.LastWindowStart
 }
 
 // diffs compares row k of a (the baseline: live, or the primary) with b's.
@@ -86,8 +92,12 @@ func (t *table) pruneIf(from time.Time, drop func(outputKey) bool) {
 }
 
 // aligned reports whether row k can be compared between a and b at now:
-// both have it, neither changed within settle, and both were written
-// within maxSkew of each other (so both applied the same spend window).
+// both have it, neither changed within settle, both were written within
+// maxSkew of each other, and both follow from the same newest spend window
+// where both values say which. Without the window, the skew alone stands
+// for it: a pipeline more than half a window behind the other (max_skew is
+// half a window) writes window W about when the other writes W+1, and
+// such a pair read as the build's difference.
 func aligned(a, b *table, k outputKey, now time.Time, r Rules) (va, vb version, ok bool) {
 	va, okA := a.ver[k]
 	vb, okB := b.ver[k]
@@ -96,5 +106,6 @@ func aligned(a, b *table, k outputKey, now time.Time, r Rules) (va, vb version, 
 	}
 	settled := now.Sub(va.received) >= r.Settle && now.Sub(vb.received) >= r.Settle
 	skew := va.updated.Sub(vb.updated)
-	return va, vb, settled && skew <= r.MaxSkew && -skew <= r.MaxSkew
+	sameWindow := va.window.IsZero() || vb.window.IsZero() || va.window.Equal(vb.window)
+	return va, vb, settled && skew <= r.MaxSkew && -skew <= r.MaxSkew && sameWindow
 }

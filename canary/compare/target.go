@@ -81,14 +81,12 @@ func (st *targetState) round(e *Engine, now time.Time) {
 	if st.again {
 		// Set again after a removal (cleared, disabled, its document gone
 		// with ZooKeeper's data), or back after a silence longer than
-		// stale: its copy lacks what live got meanwhile,
-		// so only values of windows that began after it was fed again are
-		// compared, as for a new target: values written a window and its
-		// lateness from now on (max_skew is half a window, and the
-		// lateness half a window, by default). Before, the values around
-		// the gap read as spend differences and missing values of the
-		// build.
-		st.raw.from, st.again = now.Add(3*e.rules.MaxSkew), false
+		// stale: its copy lacks what live got meanwhile, so only values of
+		// spend windows that began after it was fed again are compared or
+		// judged missing, as for a new target (pairState.before). Before,
+		// the values around the gap read as spend differences and missing
+		// values of the build.
+		st.raw.from, st.again = now, false
 	}
 	r := round{at: now, points: map[string]int{}, noisePoints: map[string]int{}, fields: map[fieldKey]*fieldCount{}, missing: map[string][]string{}}
 	live, prim, stby := e.live[sideIndex(st.source)], e.live[0], e.live[1]

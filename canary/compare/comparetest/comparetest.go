@@ -93,6 +93,9 @@ type Row struct {
 	Lifetime int64
 	Rate     float64
 	Mult     float64
+	// Window is the newest spend window the values follow from
+	// (last_window_start; zero: they do not say).
+	Window time.Time
 }
 
 // Output is one encoded output record: its output's name and value.
@@ -117,9 +120,9 @@ func (r Row) Outputs(t testing.TB, campaign string, at time.Time) []Output {
 		v    any
 	}{
 		{"budget-status", contract.BudgetStatus{V: 1, Campaign: campaign, Status: r.Status, Day: day,
-			SpentTodayMicros: r.Spent, SpentLifetimeMicros: lifetime, UpdatedAt: at}},
-		{"pacing", contract.Pacing{V: 1, Campaign: campaign, Rate: r.Rate, UpdatedAt: at}},
-		{"bid-multipliers", contract.BidMultiplier{V: 1, Campaign: campaign, Multiplier: r.Mult, UpdatedAt: at}},
+			SpentTodayMicros: r.Spent, SpentLifetimeMicros: lifetime, LastWindowStart: r.Window, UpdatedAt: at}},
+		{"pacing", contract.Pacing{V: 1, Campaign: campaign, Rate: r.Rate, LastWindowStart: r.Window, UpdatedAt: at}},
+		{"bid-multipliers", contract.BidMultiplier{V: 1, Campaign: campaign, Multiplier: r.Mult, LastWindowStart: r.Window, UpdatedAt: at}},
 	} {
 		b, err := contract.Encode(o.v)
 		if err != nil {
