@@ -90,6 +90,18 @@ func (s *Sandbox) startDark(ctx context.Context) error {
 	return s.startDispatcher()
 }
 
+// setDarkTarget writes the target document as the operator, enabled or
+// not (hotpair dark set [--disable]).
+func (s *Sandbox) setDarkTarget(enabled bool) error {
+	target := contract.DarkTarget{V: contract.ZNodeVersion, Name: DarkName, Source: contract.Primary,
+		Strategy: contract.DarkRelative, Multiplier: s.opts.DarkMultiplier, Brokers: s.clusters[darkCluster].brokers(),
+		Prefix: contract.DarkPrefix(DarkName), Enabled: enabled, UpdatedBy: "sandbox", UpdatedAt: time.Now().UTC()}
+	if err := dispatch.SetTarget(s.dark.zk.Conn(), contract.NewPaths(s.opts.ZKRoot), monitor.OperatorPolicy(s.operatorCreds), target); err != nil {
+		return fmt.Errorf("the dark target document: %w", err)
+	}
+	return nil
+}
+
 // startDispatcher writes the target document (relative, the primary's
 // input, Options.DarkMultiplier) as the operator and runs the dispatcher
 // that copies the sampled campaigns of the primary's input to the dark
@@ -98,11 +110,8 @@ func (s *Sandbox) startDark(ctx context.Context) error {
 // keeps their state comparable with live.
 func (s *Sandbox) startDispatcher() error {
 	d := s.dark
-	target := contract.DarkTarget{V: contract.ZNodeVersion, Name: DarkName, Source: contract.Primary,
-		Strategy: contract.DarkRelative, Multiplier: s.opts.DarkMultiplier, Brokers: s.clusters[darkCluster].brokers(),
-		Prefix: contract.DarkPrefix(DarkName), Enabled: true, UpdatedBy: "sandbox", UpdatedAt: time.Now().UTC()}
-	if err := dispatch.SetTarget(d.zk.Conn(), contract.NewPaths(s.opts.ZKRoot), monitor.OperatorPolicy(s.operatorCreds), target); err != nil {
-		return fmt.Errorf("the dark target document: %w", err)
+	if err := s.setDarkTarget(true); err != nil {
+		return err
 	}
 	primary := s.clusters[contract.Primary.String()]
 	disp, err := dispatch.New(dispatch.Config{ZK: []string{s.zkAddr}, ZKRoot: s.opts.ZKRoot, ZKSessionTimeout: s.opts.Timing.ZKSession,

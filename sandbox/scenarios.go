@@ -33,6 +33,8 @@ func scenarios() []scenario {
 		{name: "slow-side", summary: "primary's records arrive " + slowSideLag.String() + " late: every service moves to standby, stays there for as long as the lag lasts (its input rate is normal, its output late end to end), and returns a grace period after the heal; spend exact on both sides", run: slowSide},
 		{name: "overload", summary: "both aggregators can process only 1.5 times the usual input, then traffic rises four times: both sides fall behind together, no switch, every service degraded within two windows; once traffic drops the backlogs drain and degraded clears",
 			options: func(o *Options) { o.Day = time.Hour }, run: overload},
+		{name: "dark-pause", summary: "the same build runs dark and passes; the operator disables the target for a while and enables it again: the copy has a gap, the verdict is never a regression (insufficient data until the campaigns' next day, as for a copy that began mid-day) and the spend is compared again after the gap",
+			options: func(o *Options) { o.Dark, o.DarkMultiplier, o.Campaigns = true, 0.25, darkCanaryCampaigns }, run: darkPause},
 		{name: "dark-canary", summary: "the same build runs dark at multiplier 0.25: the comparator passes it (raw differences within the noise), the dark cluster holds exactly the campaigns the hash chose, nothing of it reaches a live topic or the selection; then the dark target dies: live goes on, the dispatcher counts what it cannot deliver, the verdict turns to insufficient data",
 			options: func(o *Options) { o.Dark, o.DarkMultiplier, o.Campaigns = true, 0.25, darkCanaryCampaigns }, run: darkCanary},
 	}

@@ -89,6 +89,53 @@ func darkCanary(r *run) {
 	r.check("the selection is untouched", n == 0 && maps.Equal(epochs, now), "%d switches; epochs before %v, after %v", n, epochs, now)
 }
 
+// darkPause: the good build passes dark; the operator disables the target
+// (hotpair dark set --disable) for longer than the comparator's stale, then
+// enables it again. The dark copy lacks what live spent meanwhile: the
+// verdict must never be a regression — before the comparator took the gap
+// into account, the update spanning it read as spend differences on most
+// campaigns — and spend must be compared again once the copy is fed.
+func darkPause(r *run) {
+	r.steady("both sides healthy, a dark target running")
+	var rep compare.Report
+	took, ok := r.waitFor(time.Minute, func() bool { rep = r.darkReport(); return rep.Verdict == compare.Pass })
+	r.check("the comparator's verdict is pass", ok, "after %s: %s", took.Round(100*time.Millisecond), darkSummary(rep))
+	notRegression := func() bool { rep = r.darkReport(); return rep.Verdict != compare.Regression }
+
+	if err := r.s.setDarkTarget(false); err != nil {
+		r.check("disable the dark target", false, "%v", err)
+		return
+	}
+	r.event(EventInfo, "", "", "the operator disables the dark target")
+	pause := r.stale() + r.window(1)
+	_, ok = r.holds(pause, notRegression)
+	r.check("no regression while the copy is paused", ok, "for %s: %s", pause, darkSummary(rep))
+	if err := r.s.setDarkTarget(true); err != nil {
+		r.check("enable the dark target again", false, "%v", err)
+		return
+	}
+	r.event(EventInfo, "", "", "the operator enables the dark target again")
+	resumed := time.Now()
+	spendPoints := func() int {
+		if tr := darkTarget(r.darkReport()); tr != nil {
+			for _, f := range tr.Fields {
+				if f.Output == "budget-status" && f.Field == "spent_today_micros" {
+					return f.RawPoints
+				}
+			}
+		}
+		return 0
+	}
+	_, ok = r.waitFor(r.window(3), func() bool { return spendPoints() > 0 })
+	first := spendPoints()
+	r.check("spend is compared again after the gap", ok, "%d spend points %s after the copy resumed", first, time.Since(resumed).Round(100*time.Millisecond))
+	hold := r.window(5)
+	_, ok = r.holds(hold, notRegression)
+	r.check("no regression after the copy resumed", ok, "for %s after it resumed (%d spend points compared then %d): %s",
+		hold, first, spendPoints(), darkSummary(rep))
+	r.liveUntouched()
+}
+
 // stale is the comparator's stale setting in the sandbox's monitors.
 func (r *run) stale() time.Duration { return r.s.monitorConfig(0).Dark.Stale }
 
