@@ -260,6 +260,15 @@ func (r *run) steady(what string) {
 		if !r.allOn(contract.Primary.String())() {
 			return false
 		}
+		// On primary because the read side read each selection, not because
+		// primary is the default before it did: a scenario that notes the
+		// epochs now would otherwise see a selection appear later.
+		snap := r.s.sel.Snapshot()
+		for _, svc := range contract.Services() {
+			if snap.Selection(svc) == nil {
+				return false
+			}
+		}
 		m := r.s.monitors.any()
 		if m == nil {
 			return false
@@ -276,7 +285,7 @@ func (r *run) steady(what string) {
 		}
 		return true
 	})
-	r.check(what, ok, "every service reads from primary and both sides are healthy with traffic (after %s)", took.Round(100*time.Millisecond))
+	r.check(what, ok, "every service reads from primary, its selection read, and both sides are healthy with traffic (after %s)", took.Round(100*time.Millisecond))
 }
 
 // window is one evaluation window.
