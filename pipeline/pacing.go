@@ -65,24 +65,23 @@ type paceInput struct {
 //
 // It is bounded (the rate stays in [0,1] and moves by a bounded factor per
 // update) and self-correcting: spending ahead of plan shrinks what is left and
-// so the rate; falling behind raises it. Without a daily budget the rate is 1.
+// so the rate; falling behind raises it. Without a daily budget the rate is 1,
+// and the demand is observed all the same: a budget row that arrives after a
+// campaign's first spend windows (a new campaign's row written late, a
+// pipeline that reads both topics from a backlog in either order) paces from
+// the demand seen, as if it had come first, instead of starting over.
 // It returns the new state and the target spend so far (daily × day fraction).
 func pace(cfg PacerConfig, st statestore.Pacer, in paceInput) (statestore.Pacer, int64) {
 	if in.DailyMicros <= 0 {
-		return statestore.Pacer{Rate: 1, DemandPerSec: st.DemandPerSec}, 0
+		st.Rate = 1
+		observeDemand(cfg, &st, in)
+		return st, 0
 	}
 	target := int64(float64(in.DailyMicros) * in.DayFraction)
 	if st.Rate == 0 && st.DemandPerSec == 0 {
 		st.Rate = 1 // first sight of the campaign: observe it at full rate
 	}
-	if in.WindowSec > 0 {
-		obs := float64(in.WindowMicros) / (in.WindowSec * math.Max(st.Rate, cfg.MinRate))
-		if st.DemandPerSec == 0 {
-			st.DemandPerSec = obs
-		} else {
-			st.DemandPerSec += cfg.Smoothing * (obs - st.DemandPerSec)
-		}
-	}
+	observeDemand(cfg, &st, in)
 	left := in.DailyMicros - in.SpentToday
 	switch {
 	case left <= 0:
@@ -98,6 +97,20 @@ func pace(cfg PacerConfig, st statestore.Pacer, in paceInput) (statestore.Pacer,
 	rate = clamp(rate, prev/cfg.MaxStep, prev*cfg.MaxStep)
 	st.Rate = clamp(rate, cfg.MinRate, 1)
 	return st, target
+}
+
+// observeDemand folds the window just observed, if any, into the demand:
+// its spend per second at the rate in force.
+func observeDemand(cfg PacerConfig, st *statestore.Pacer, in paceInput) {
+	if in.WindowSec <= 0 {
+		return
+	}
+	obs := float64(in.WindowMicros) / (in.WindowSec * math.Max(st.Rate, cfg.MinRate))
+	if st.DemandPerSec == 0 {
+		st.DemandPerSec = obs
+	} else {
+		st.DemandPerSec += cfg.Smoothing * (obs - st.DemandPerSec)
+	}
 }
 
 func clamp(v, lo, hi float64) float64 { return math.Min(math.Max(v, lo), hi) }

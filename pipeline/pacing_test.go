@@ -171,3 +171,53 @@ func TestBidderClosesThePacingGap(t *testing.T) {
 		})
 	}
 }
+
+// TestPacerBudgetAfterFirstWindows: a pacer that applies a campaign's first
+// spend window before its budget row (a pipeline reading both topics from a
+// backlog takes them in either order; a dark pipeline that starts after its
+// copy began does) paces as one that got the budget row first: the same
+// rates, within the dark canary's tolerance, from that window on. Before the
+// demand was observed without a budget, it started over at rate 1: 1 against
+// 0.5 after the first window, the pacing difference (live 0.5, dark 1) that
+// failed the sandbox's dark-canary scenario once under load.
+func TestPacerBudgetAfterFirstWindows(t *testing.T) {
+	cfg := DefaultPacerConfig()
+	const daily = 86_400_000 // 1000 micros per second at an even pace
+	day := dayOf(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), time.UTC)
+	start := day.Start.Add(12 * time.Hour)
+	at := func(sec float64) (float64, float64) {
+		t := start.Add(time.Duration(sec * float64(time.Second)))
+		return day.fraction(t), day.End.Sub(t).Seconds()
+	}
+	window := func(daily, spent, micros int64, end float64) paceInput {
+		f, rem := at(end)
+		return paceInput{DailyMicros: daily, SpentToday: spent, WindowMicros: micros, WindowSec: 10, DayFraction: f, RemainingSec: rem}
+	}
+	budget := func(spent int64, now float64) paceInput {
+		f, rem := at(now)
+		return paceInput{DailyMicros: daily, SpentToday: spent, DayFraction: f, RemainingSec: rem}
+	}
+	// The campaign's windows: it would spend 4000 micros per second at
+	// rate 1, four times its even pace.
+	var first, late statestore.Pacer
+	first, _ = pace(cfg, first, budget(0, 0))
+	var spent int64
+	for w := range 8 {
+		end := float64(10 * (w + 1))
+		micros := int64(4000 * 10 * math.Max(first.Rate, cfg.MinRate))
+		spent += micros
+		if w == 0 {
+			late, _ = pace(cfg, late, window(0, spent, micros, end)) // no budget row yet
+			late, _ = pace(cfg, late, budget(spent, end+2))          // it arrives 2 s later
+		} else {
+			late, _ = pace(cfg, late, window(daily, spent, micros, end))
+		}
+		first, _ = pace(cfg, first, window(daily, spent, micros, end))
+		if d := math.Abs(first.Rate - late.Rate); d > 0.001 {
+			t.Fatalf("window %d: rate %v with the budget row first, %v with it after the window (differ by %.4f)", w, first.Rate, late.Rate, d)
+		}
+	}
+	if first.Rate >= 0.5 {
+		t.Fatalf("rate %v: a campaign at four times its pace must be throttled", first.Rate)
+	}
+}
