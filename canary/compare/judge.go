@@ -76,9 +76,31 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 	for _, o := range outputs {
 		tr.Missing[o] = len(missing[o])
 	}
-	var regressions, short []string
+	stale := st.lastPoint.IsZero() || now.Sub(st.lastPoint) > e.rules.Stale
+	// An output the source side has stopped writing for the sampled
+	// campaigns while the dark target writes it: its stage of the source
+	// side is down (a stall, a crash; the monitor fails it over), and the
+	// candidate's output is not judged meanwhile — its last points are
+	// no verdict on what it writes now.
+	quiet := map[string]time.Time{}
+	if !stale {
+		live := e.live[sideIndex(st.source)]
+		for _, o := range outputs {
+			src, dark := newest(live, o, st.sampled), newest(st.table, o, st.sampled)
+			if !src.IsZero() && now.Sub(src) > e.rules.Stale && now.Sub(dark) <= e.rules.Stale {
+				quiet[o] = src
+			}
+		}
+	}
+	var regressions, short, quietBefore []string
 	for _, f := range outdiff.Fields() {
 		fr := e.judgeField(f, tr.Points[f.Output], counts[fieldKey{f.Output, f.Name}])
+		if _, ok := quiet[f.Output]; ok {
+			if fr.Verdict == Regression {
+				quietBefore = append(quietBefore, "before it went quiet: "+regressionReason(fr))
+			}
+			fr.Verdict = InsufficientData
+		}
 		tr.Fields = append(tr.Fields, fr)
 		switch fr.Verdict {
 		case Regression:
@@ -90,13 +112,19 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 		}
 	}
 	for _, o := range short {
+		if at, ok := quiet[o]; ok {
+			tr.Reasons = append(tr.Reasons, fmt.Sprintf("%s: the source side (%s) has written none for the sampled campaigns for more than %s "+
+				"(last %s) while the dark target has: is its %s down? The candidate's %s is not judged meanwhile",
+				o, st.source, e.rules.Stale, lastText(at), stageOf(o), o))
+			continue
+		}
 		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%s: %d points compared, need %d", o, tr.Points[o], e.rules.MinPoints))
 	}
+	tr.Reasons = append(tr.Reasons, quietBefore...)
 	if n := st.unsynced(); n > 0 && len(short) > 0 {
 		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%d sampled campaigns are not in sync with live: their spend today differs "+
 			"(a dark copy that began, or was paused, mid-day); their spend is compared by increments, their status, pacing and bid multiplier from their next day", n))
 	}
-	stale := st.lastPoint.IsZero() || now.Sub(st.lastPoint) > e.rules.Stale
 	if stale {
 		tr.Reasons = append(tr.Reasons, fmt.Sprintf("no new comparison for more than %s (last %s): is the dark target or its source side down?",
 			e.rules.Stale, lastText(st.lastPoint)))
@@ -167,6 +195,29 @@ func (e *Engine) judgeField(f outdiff.Field, outputPoints int, fc *fieldCount) F
 		fr.Verdict = Pass
 	}
 	return fr
+}
+
+// newest is when t's latest value of output for any of campaigns arrived
+// (zero: none).
+func newest(t *table, output string, campaigns map[string]time.Time) time.Time {
+	var at time.Time
+	for c := range campaigns {
+		if v, ok := t.ver[outputKey{output, c}]; ok && v.received.After(at) {
+			at = v.received
+		}
+	}
+	return at
+}
+
+// stageOf names the stage that writes output.
+func stageOf(output string) string {
+	switch output {
+	case outdiff.BudgetStatus:
+		return "budget enforcer"
+	case outdiff.Pacing:
+		return "pacer"
+	}
+	return "bidder"
 }
 
 func regressionReason(fr FieldReport) string {

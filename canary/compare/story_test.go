@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ import (
 //	                           written: values written D before now (a
 //	                           reader replaying a topic); window: their
 //	                           last_window_start is now + D (D < 0)
+//	                           [outputs=O,O] only those outputs
 //	sample campaigns=N [from=I] the dispatcher sends the campaigns to the
 //	                           target (their rows on its budgets topic), now
 //	advance D                  time passes by D (the writes settle), then a round
@@ -192,9 +194,13 @@ func (s *story) write(pipelines []string, kv map[string]string) {
 		if src == (Source{}) {
 			s.fatalf("pipeline %q: want primary, standby or dark", p)
 		}
+		only := kv["outputs"]
 		for i := from; i < from+n; i++ {
 			c := fmt.Sprintf("c-%03d", i)
 			for _, o := range row.Outputs(s.t, c, written) {
+				if only != "" && !slices.Contains(strings.Split(only, ","), o.Output) {
+					continue
+				}
 				if err := s.engine().ObserveOutput(src, o.Output, c, o.Value, s.now); err != nil {
 					s.fatalf("%v", err)
 				}
