@@ -75,7 +75,7 @@ func (d *Dispatcher) replan(ctx context.Context, obs map[string]Observed, zkErr 
 	}
 	fresh := d.reconcile(ctx, next, senders, zkErr == nil)
 	var routes []route
-	var grown []growth
+	var changed []sampleChange
 	for _, name := range slices.Sorted(maps.Keys(next)) {
 		p, s := next[name], senders[name]
 		if !p.Sending() || s == nil {
@@ -86,12 +86,12 @@ func (d *Dispatcher) replan(ctx context.Context, obs map[string]Observed, zkErr 
 		if !old[name].Sending() || fresh[name] {
 			from = 0
 		}
-		if p.Fraction > from {
-			grown = append(grown, growth{s: s, from: from, to: p.Fraction})
+		if p.Fraction != from {
+			changed = append(changed, sampleChange{s: s, from: from, to: p.Fraction})
 		}
 	}
 	d.routes.Store(&routes)
-	d.sendGrown(grown)
+	d.sendSampleChanges(changed)
 	d.m.targets.Set(float64(len(routes)))
 	for name, p := range next {
 		d.m.setPlan(p, d.expectedRate(p, senders[name], rate))
@@ -166,26 +166,33 @@ func (d *Dispatcher) closeSenders(senders map[string]*sender) {
 	}
 }
 
-// growth is a target whose sampled fraction grew.
-type growth struct {
+// sampleChange is a target whose sampled fraction changed.
+type sampleChange struct {
 	s        *sender
 	from, to float64
 }
 
-// sendGrown sends, for every target whose fraction grew, the budget rows of
-// the copies it now samples and did not before (every row for a new or
-// resumed target). It holds the table while it sends, as the budgets
-// consumer does, so a newer row is never overtaken by an older one.
-func (d *Dispatcher) sendGrown(grown []growth) {
-	if len(grown) == 0 {
+// sendSampleChanges sends, for every target whose fraction grew, the budget
+// rows of the copies it now samples and did not before (every row for a new
+// or resumed target), and for every target whose fraction shrank, a
+// tombstone for each copy it no longer samples: a campaign leaves the
+// target's budgets topic when it leaves the sample, so the comparator stops
+// judging it (its copy ends in the middle of a window). It holds the table
+// while it sends, as the budgets consumer does, so a newer row is never
+// overtaken by an older one.
+func (d *Dispatcher) sendSampleChanges(changed []sampleChange) {
+	if len(changed) == 0 {
 		return
 	}
 	d.budgetsMu.Lock()
 	defer d.budgetsMu.Unlock()
 	for campaign, row := range d.budgets {
-		for _, g := range grown {
-			for k := contract.DarkCopies(campaign, g.from); k < contract.DarkCopies(campaign, g.to); k++ {
-				g.s.budget([]byte(campaign), row, k)
+		for _, c := range changed {
+			for k := contract.DarkCopies(campaign, c.from); k < contract.DarkCopies(campaign, c.to); k++ {
+				c.s.budget([]byte(campaign), row, k)
+			}
+			for k := contract.DarkCopies(campaign, c.to); k < contract.DarkCopies(campaign, c.from); k++ {
+				c.s.budget([]byte(campaign), nil, k)
 			}
 		}
 	}

@@ -195,7 +195,7 @@ func (d *Dispatcher) consumeBudgets(ctx context.Context, cl *kgo.Client) {
 		d.m.consumed.WithLabelValues("budgets").Add(float64(fs.NumRecords()))
 		fs.EachRecord(func(r *kgo.Record) {
 			campaign := string(r.Key)
-			// Held while sending too: see sendGrown.
+			// Held while sending too: see sendSampleChanges.
 			d.budgetsMu.Lock()
 			defer d.budgetsMu.Unlock()
 			if r.Value == nil {

@@ -123,7 +123,8 @@ func TestDarkTargetsGetExactlyTheSampledCampaigns(t *testing.T) {
 
 // A change of a target's document applies within one second: a larger
 // multiplier (the new campaigns' budget rows follow at once, the earlier
-// sample stays inside the larger one), disabling, deleting.
+// sample stays inside the larger one), a smaller one (the campaigns that
+// leave the sample get a tombstone), disabling, deleting.
 func TestConfigChangeAppliesWithinASecond(t *testing.T) {
 	e := newEnv(t)
 	dark := darkCluster(t, "cand")
@@ -149,6 +150,17 @@ func TestConfigChangeAppliesWithinASecond(t *testing.T) {
 	waitFor(t, kafkatest.Follow(t, dark, tp.Budgets), expectBudgets(w.campaigns, 0.5), gotBudgets)
 	second := w.events(t, e.live)
 	want := append(expectEvents(first, 0.25), expectEvents(second, 0.5)...)
+	slices.Sort(want)
+	waitFor(t, events, want, gotEvents)
+
+	// A smaller multiplier: the campaigns that leave the sample leave the
+	// target's budgets topic too (a tombstone each), and get no more events.
+	e.set(doc("cand", contract.DarkIdentical, 0.25, dark))
+	took = waitPlan(t, d, "cand", time.Second, sending(0.25))
+	t.Logf("multiplier 0.5 -> 0.25 applied in %s", took)
+	waitFor(t, kafkatest.Follow(t, dark, tp.Budgets), expectBudgets(w.campaigns, 0.25), gotBudgets)
+	third := w.events(t, e.live)
+	want = append(want, expectEvents(third, 0.25)...)
 	slices.Sort(want)
 	waitFor(t, events, want, gotEvents)
 
