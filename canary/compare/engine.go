@@ -110,6 +110,9 @@ func (e *Engine) ObserveOutput(src Source, output, key string, value []byte, at 
 		return nil
 	}
 	st.received(at, e.rules.Stale)
+	if st.left[key] {
+		return nil
+	}
 	return st.table.add(output, key, value, at)
 }
 

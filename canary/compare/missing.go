@@ -53,7 +53,7 @@ func (ps *pairState) missing(a, b *table, k outputKey, since time.Time, sampled 
 	if !ok {
 		return nil
 	}
-	if ps.before(va, r) { // before the comparison (re)started
+	if ps.before(va, since, r) { // before the comparison (re)started, or the campaign went dark
 		delete(ps.pending, k)
 		ps.judged[k], ps.lacks[k] = va.seq, false
 		return nil
@@ -150,9 +150,17 @@ func (st *targetState) sample(campaign string, gone bool, at time.Time) {
 		return
 	}
 	if gone {
+		// Taken out of the sample (a smaller multiplier): its copy ended,
+		// in the middle of a window, so what the target writes of it from
+		// now on lacks what came after, and is not compared.
 		delete(st.sampled, campaign)
+		st.left[campaign] = true
+		st.table.forget(campaign)
+		st.raw.forget(func(k outputKey) bool { return k.campaign != campaign })
+		st.raw.forgetMissing(func(c string) bool { return c != campaign })
 		return
 	}
+	delete(st.left, campaign)
 	if first, ok := st.sampled[campaign]; !ok || at.Before(first) {
 		st.sampled[campaign] = at
 	}

@@ -56,12 +56,13 @@ func newPairState() *pairState {
 }
 
 // point compares row k of a (the baseline) with b's when both are aligned
-// and one of them changed since the last point. It returns the differences
-// and the fields compared (none when the row is no point now).
-func (ps *pairState) point(a, b *table, k outputKey, now time.Time, r Rules, tol outdiff.Tolerances) ([]outdiff.Diff, []string) {
+// and one of them changed since the last point. since is when k's campaign
+// went dark (zero: b gets every campaign). It returns the differences and
+// the fields compared (none when the row is no point now).
+func (ps *pairState) point(a, b *table, k outputKey, since, now time.Time, r Rules, tol outdiff.Tolerances) ([]outdiff.Diff, []string) {
 	va, vb, ok := aligned(a, b, k, now, r)
 	pair := [2]uint64{va.seq, vb.seq}
-	if !ok || ps.last[k] == pair || ps.before(va, r) || ps.before(vb, r) {
+	if !ok || ps.last[k] == pair || ps.before(va, since, r) || ps.before(vb, since, r) {
 		return nil, nil
 	}
 	var ds []outdiff.Diff
@@ -112,21 +113,28 @@ func (ps *pairState) status(campaign string, x, y contract.BudgetStatus, nA, nB 
 	return ds, fields
 }
 
-// before reports whether v follows from what a copy fed again since from
-// may lack: a spend window that began before from + max_skew (the
-// dispatcher and the comparator follow the same target document, and a
-// window beginning half a window later is copied whole), or, for a value
-// that does not say its window, one written before from + 3 × max_skew (a
-// window and its lateness, by default; shorter when the lateness is above
-// half a window).
-func (ps *pairState) before(v version, r Rules) bool {
-	if ps.from.IsZero() {
-		return false
-	}
+// before reports whether v follows from what a copy may lack: input from
+// before the comparison (re)started (ps.from: a target set again, or back
+// from a silence) or before v's campaign went dark (since: a target started,
+// or its multiplier raised, mid-stream; zero for a pipeline that gets every
+// campaign). Such a value is neither compared nor judged missing, and the
+// spend's increments start from the first value after it.
+//
+// A value that says its window follows from input before t when that
+// window began before t + max_skew (a window beginning half a window after
+// the copy started is copied whole). One that does not (a build before
+// last_window_start, or no spend yet) is judged by when it was written,
+// against ps.from alone: before ps.from + 3 × max_skew, a window and its
+// lateness by default (shorter when the lateness is above half a window).
+func (ps *pairState) before(v version, since time.Time, r Rules) bool {
 	if !v.window.IsZero() {
-		return v.window.Before(ps.from.Add(r.MaxSkew))
+		return windowBefore(v, ps.from, r) || windowBefore(v, since, r)
 	}
-	return v.updated.Before(ps.from.Add(3 * r.MaxSkew))
+	return !ps.from.IsZero() && v.updated.Before(ps.from.Add(3*r.MaxSkew))
+}
+
+func windowBefore(v version, t time.Time, r Rules) bool {
+	return !t.IsZero() && v.window.Before(t.Add(r.MaxSkew))
 }
 
 // fedAlike reports whether both pipelines wrote as many values of the row

@@ -29,6 +29,7 @@ import (
 //	                           [outputs=O,O] only those outputs
 //	sample campaigns=N [from=I] the dispatcher sends the campaigns to the
 //	                           target (their rows on its budgets topic), now
+//	unsample campaigns=N [from=I] the dispatcher takes them back (a tombstone)
 //	advance D                  time passes by D (the writes settle), then a round
 //	expect K=V…                verdict=, campaigns=, sampled=, points= (each output's)
 //	expect-field OUT/FIELD K=V… verdict=, raw=DIFFS/POINTS, noise=DIFFS/POINTS,
@@ -95,6 +96,12 @@ func (s *story) do(line string) {
 		from, n := int(s.num(kv, "from", 0)), int(s.num(kv, "campaigns", 1))
 		for i := from; i < from+n; i++ {
 			s.engine().ObserveSampled("cand", fmt.Sprintf("c-%03d", i), false, s.now)
+		}
+	case "unsample": // the dispatcher takes the campaigns back (a tombstone each), now
+		kv := kvs(args)
+		from, n := int(s.num(kv, "from", 0)), int(s.num(kv, "campaigns", 1))
+		for i := from; i < from+n; i++ {
+			s.engine().ObserveSampled("cand", fmt.Sprintf("c-%03d", i), true, s.now)
 		}
 	case "targets": // the judged targets now, by name (none: every one removed)
 		var ts []Target

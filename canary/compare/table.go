@@ -24,6 +24,9 @@ type table struct {
 	out outdiff.Outputs
 	ver map[outputKey]version
 	seq uint64
+	// windows: the pipeline writes last_window_start (a value with it has
+	// been seen), so a value without it has applied no spend window yet.
+	windows bool
 }
 
 func newTable() *table { return &table{out: outdiff.NewOutputs(), ver: map[outputKey]version{}} }
@@ -41,6 +44,7 @@ func (t *table) add(output, key string, value []byte, at time.Time) error {
 	k := outputKey{output, key}
 	updated, window := t.times(output, key)
 	t.ver[k] = version{received: at, updated: updated, window: window, seq: t.seq, n: t.ver[k].n + 1}
+	t.windows = t.windows || !window.IsZero()
 	return nil
 }
 
@@ -74,6 +78,11 @@ func (t *table) prune(from time.Time) {
 	t.pruneIf(from, func(outputKey) bool { return true })
 }
 
+// forget drops every row of campaign.
+func (t *table) forget(campaign string) {
+	t.pruneIf(time.Time{}.AddDate(10000, 0, 0), func(k outputKey) bool { return k.campaign == campaign })
+}
+
 // pruneIf forgets the rows not updated since from for which drop holds.
 func (t *table) pruneIf(from time.Time, drop func(outputKey) bool) {
 	for k, v := range t.ver {
@@ -94,10 +103,11 @@ func (t *table) pruneIf(from time.Time, drop func(outputKey) bool) {
 // aligned reports whether row k can be compared between a and b at now:
 // both have it, neither changed within settle, both were written within
 // maxSkew of each other, and both follow from the same newest spend window
-// where both values say which. Without the window, the skew alone stands
-// for it: a pipeline more than half a window behind the other (max_skew is
-// half a window) writes window W about when the other writes W+1, and
-// such a pair read as the build's difference.
+// (none: no spend yet) where both pipelines say which. Where one does not
+// (a build before last_window_start), the skew alone stands for it: a
+// pipeline more than half a window behind the other (max_skew is half a
+// window) writes window W about when the other writes W+1, and such a pair
+// read as the build's difference.
 func aligned(a, b *table, k outputKey, now time.Time, r Rules) (va, vb version, ok bool) {
 	va, okA := a.ver[k]
 	vb, okB := b.ver[k]
@@ -106,6 +116,6 @@ func aligned(a, b *table, k outputKey, now time.Time, r Rules) (va, vb version, 
 	}
 	settled := now.Sub(va.received) >= r.Settle && now.Sub(vb.received) >= r.Settle
 	skew := va.updated.Sub(vb.updated)
-	sameWindow := va.window.IsZero() || vb.window.IsZero() || va.window.Equal(vb.window)
+	sameWindow := !a.windows || !b.windows || va.window.Equal(vb.window)
 	return va, vb, settled && skew <= r.MaxSkew && -skew <= r.MaxSkew && sameWindow
 }

@@ -24,7 +24,11 @@ type targetState struct {
 	campaigns map[string]time.Time
 	// sampled are the campaigns the target was sent (the keys of its
 	// budgets topic, clones left out), with when they first were.
-	sampled   map[string]time.Time
+	sampled map[string]time.Time
+	// left are the campaigns taken out of the sample (a tombstone on the
+	// target's budgets topic) and not sent again: their outputs are not
+	// compared.
+	left      map[string]bool
 	lastPoint time.Time
 	rounds    []round
 	// again: the target was judged before, removed and set again, or
@@ -70,7 +74,8 @@ type fieldCount struct {
 
 func newTargetState(t Target) *targetState {
 	return &targetState{name: t.Name, source: t.Source, table: newTable(), health: &healthLog{},
-		raw: newPairState(), noise: newPairState(), campaigns: map[string]time.Time{}, sampled: map[string]time.Time{}}
+		raw: newPairState(), noise: newPairState(), campaigns: map[string]time.Time{}, sampled: map[string]time.Time{},
+		left: map[string]bool{}}
 }
 
 // round compares every row of the target's sampled campaigns that changed
@@ -95,11 +100,11 @@ func (st *targetState) round(e *Engine, now time.Time) {
 			if (k.output == outdiff.BudgetStatus) != first {
 				continue
 			}
-			if ds, fields := st.noise.point(prim, stby, k, now, e.rules, e.tol); len(fields) > 0 {
+			if ds, fields := st.noise.point(prim, stby, k, time.Time{}, now, e.rules, e.tol); len(fields) > 0 {
 				r.noisePoints[k.output]++
 				r.count(k.output, fields, ds, noiseCount)
 			}
-			ds, fields := st.raw.point(live, st.table, k, now, e.rules, e.tol)
+			ds, fields := st.raw.point(live, st.table, k, st.sampled[k.campaign], now, e.rules, e.tol)
 			if len(fields) == 0 {
 				continue
 			}
@@ -113,7 +118,7 @@ func (st *targetState) round(e *Engine, now time.Time) {
 		for _, o := range outputs {
 			k := outputKey{o, c}
 			if _, ok := st.table.ver[k]; !ok { // the noise on the rows the target lacks
-				if ds, fields := st.noise.point(prim, stby, k, now, e.rules, e.tol); len(fields) > 0 {
+				if ds, fields := st.noise.point(prim, stby, k, time.Time{}, now, e.rules, e.tol); len(fields) > 0 {
 					r.noisePoints[k.output]++
 					r.count(k.output, fields, ds, noiseCount)
 				}
