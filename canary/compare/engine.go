@@ -110,7 +110,7 @@ func (e *Engine) ObserveOutput(src Source, output, key string, value []byte, at 
 		return nil
 	}
 	st.received(at, e.rules.Stale)
-	if st.left[key] {
+	if !st.admit(key, at, e.rules.Stale) {
 		return nil
 	}
 	return st.table.add(output, key, value, at)

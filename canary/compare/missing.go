@@ -144,7 +144,8 @@ func isMissing(d outdiff.Diff) bool { return d.Detail == missingDetail }
 
 // sample records that campaign went dark on the target at at (its budget
 // row's timestamp on the target's budgets topic), or, for a tombstone,
-// that it no longer is. Clones are not kept.
+// that it no longer is (a campaign without a budget row included: the
+// dispatcher sends it a tombstone too). Clones are not kept.
 func (st *targetState) sample(campaign string, gone bool, at time.Time) {
 	if _, k := contract.DarkCampaignOf(campaign); k != 0 {
 		return
@@ -154,7 +155,7 @@ func (st *targetState) sample(campaign string, gone bool, at time.Time) {
 		// in the middle of a window, so what the target writes of it from
 		// now on lacks what came after, and is not compared.
 		delete(st.sampled, campaign)
-		st.left[campaign] = true
+		st.left[campaign] = at
 		st.table.forget(campaign)
 		st.raw.forget(func(k outputKey) bool { return k.campaign != campaign })
 		st.raw.forgetMissing(func(c string) bool { return c != campaign })

@@ -26,9 +26,10 @@ type targetState struct {
 	// budgets topic, clones left out), with when they first were.
 	sampled map[string]time.Time
 	// left are the campaigns taken out of the sample (a tombstone on the
-	// target's budgets topic) and not sent again: their outputs are not
-	// compared.
-	left      map[string]bool
+	// target's budgets topic), when: their outputs are not compared, until
+	// they are sent again (a row), or, for one without a budget row, until
+	// it writes again more than stale later.
+	left      map[string]time.Time
 	lastPoint time.Time
 	rounds    []round
 	// again: the target was judged before, removed and set again, or
@@ -48,6 +49,22 @@ func (st *targetState) received(at time.Time, stale time.Duration) {
 		st.again = true
 	}
 	st.lastOutput = at
+}
+
+// admit reports whether an output of campaign that arrived at at is
+// compared: not one of a campaign taken out of the sample (its last window,
+// cut short, or the status its tombstone made), until it is sent again —
+// a row, or, without a budget row, an output more than stale later. A
+// campaign without a budget row needs no start of its own: its first dark
+// value (the window its copy began in) is the spend's starting point.
+func (st *targetState) admit(campaign string, at time.Time, stale time.Duration) bool {
+	if left, ok := st.left[campaign]; ok {
+		if at.Sub(left) <= stale {
+			return false
+		}
+		delete(st.left, campaign)
+	}
+	return true
 }
 
 // round is what one comparison round of a target counted.
@@ -75,7 +92,7 @@ type fieldCount struct {
 func newTargetState(t Target) *targetState {
 	return &targetState{name: t.Name, source: t.Source, table: newTable(), health: &healthLog{},
 		raw: newPairState(), noise: newPairState(), campaigns: map[string]time.Time{}, sampled: map[string]time.Time{},
-		left: map[string]bool{}}
+		left: map[string]time.Time{}}
 }
 
 // round compares every row of the target's sampled campaigns that changed

@@ -151,6 +151,8 @@ type followed struct {
 // copies to the targets' senders, which never block.
 func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 	var errs kafka.ErrorLog
+	var last []route
+	copied := map[string]bool{} // the campaigns copied to a target so far
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -166,17 +168,45 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 		d.consumed.Add(n)
 		d.m.consumed.WithLabelValues("ad-events").Add(float64(n))
 		routes := *d.routes.Load()
+		d.leaveWithoutRows(last, routes, copied)
+		last = routes
 		if len(routes) == 0 {
 			continue
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			campaign := string(r.Key)
 			for _, rt := range routes {
-				for k := range contract.DarkCopies(campaign, rt.f) {
+				n := contract.DarkCopies(campaign, rt.f)
+				if n > 0 && !copied[campaign] {
+					copied[campaign] = true
+				}
+				for k := range n {
 					rt.s.event(r, k)
 				}
 			}
 		})
+	}
+}
+
+// leaveWithoutRows sends, for every target whose fraction shrank since the
+// consumer's last poll, a tombstone of each copied campaign without a budget
+// row that leaves the sample: the target's budgets topic then says when its
+// copy ended, as it does for the campaigns with a row (sendSampleChanges).
+func (d *Dispatcher) leaveWithoutRows(last, routes []route, copied map[string]bool) {
+	for _, rt := range routes {
+		for _, was := range last {
+			if was.s != rt.s || was.f <= rt.f {
+				continue
+			}
+			for campaign := range copied {
+				if _, ok := d.budgetRow(campaign); ok {
+					continue
+				}
+				for k := contract.DarkCopies(campaign, rt.f); k < contract.DarkCopies(campaign, was.f); k++ {
+					rt.s.budget([]byte(campaign), nil, k)
+				}
+			}
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/canary/dispatch"
 	"github.com/hotpair/hotpair/contract"
@@ -248,4 +249,49 @@ func TestUnreadableCountsSendNothing(t *testing.T) {
 			t.Fatalf("paused{%s} = %v after resuming", r, v)
 		}
 	}
+}
+
+// A campaign that leaves the sample (a smaller multiplier) gets a
+// tombstone on the target's budgets topic whether or not it has a budget
+// row, once: the comparator learns from it when its copy ended.
+func TestCampaignsLeavingTheSampleGetATombstone(t *testing.T) {
+	e := newEnv(t)
+	dark := darkCluster(t, "cand")
+	tp := contract.TopicsWithPrefix(contract.DarkPrefix("cand"))
+	w := newWorkload(200, 1)
+	budgeted := &workload{perCamp: 1}
+	for i, c := range w.campaigns {
+		if i%2 == 0 {
+			budgeted.campaigns = append(budgeted.campaigns, c)
+		}
+	}
+	budgeted.budgets(t, e.live)
+	e.set(doc("cand", contract.DarkIdentical, 0.5, dark))
+	d, _ := e.start(nil)
+	waitPlan(t, d, "cand", 10*time.Second, sending(0.5))
+	events := kafkatest.Follow(t, dark, tp.AdEvents)
+	waitFor(t, events, expectEvents(w.events(t, e.live), 0.5), gotEvents)
+
+	e.set(doc("cand", contract.DarkIdentical, 0.25, dark))
+	waitPlan(t, d, "cand", time.Second, sending(0.25))
+	w.events(t, e.live) // the consumer's next poll sees the smaller sample
+	var want []string
+	for _, c := range w.campaigns {
+		if contract.DarkCopies(c, 0.5) > contract.DarkCopies(c, 0.25) {
+			want = append(want, c)
+		}
+	}
+	kafkatest.Follow(t, dark, tp.Budgets).Until(t, 30*time.Second, func(recs []*kgo.Record) string {
+		var gone []string
+		for _, r := range recs {
+			if r.Value == nil {
+				gone = append(gone, string(r.Key))
+			}
+		}
+		slices.Sort(gone)
+		if slices.Equal(gone, want) {
+			return ""
+		}
+		return fmt.Sprintf("%d tombstones, want %d (%s)", len(gone), len(want), firstDiff(gone, want))
+	})
 }
