@@ -142,8 +142,8 @@ func fieldValues(t *table, k outputKey) map[string]string {
 // isMissing reports whether d is a value missing on the candidate.
 func isMissing(d outdiff.Diff) bool { return d.Detail == missingDetail }
 
-// sample records that campaign went dark on the target at at (its budget
-// row's timestamp on the target's budgets topic), or, for a tombstone,
+// sample records that campaign went dark on the target at at (its latest
+// budget row's timestamp on the target's budgets topic), or, for a tombstone,
 // that it no longer is (a campaign without a budget row included: the
 // dispatcher sends it a tombstone too). Clones are not kept.
 func (st *targetState) sample(campaign string, gone bool, at time.Time) {
@@ -162,8 +162,17 @@ func (st *targetState) sample(campaign string, gone bool, at time.Time) {
 		return
 	}
 	delete(st.left, campaign)
-	if first, ok := st.sampled[campaign]; !ok || at.Before(first) {
+	// The latest row: the dispatcher sends every row again when it resumes
+	// a target it had paused (ZooKeeper unreadable, the document disabled
+	// for less than stale), so the copy may lack what came before it, as
+	// after a campaign first went dark. A budget changed by an operator
+	// moves it too, and costs the window or two around the change.
+	if last, ok := st.sampled[campaign]; !ok || at.After(last) {
 		st.sampled[campaign] = at
+		// Its spend is compared afresh: from the first update whose window
+		// began after this row (pairState.before).
+		delete(st.raw.spend, campaign)
+		delete(st.raw.synced, campaign)
 	}
 }
 
