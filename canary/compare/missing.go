@@ -153,12 +153,11 @@ func (st *targetState) sample(campaign string, gone bool, at time.Time) {
 	if gone {
 		// Taken out of the sample (a smaller multiplier): its copy ended,
 		// in the middle of a window, so what the target writes of it from
-		// now on lacks what came after, and is not compared.
+		// now on lacks what came after, and is not compared (admit). The
+		// round's prune forgets what the comparison kept of it.
 		delete(st.sampled, campaign)
 		st.left[campaign] = at
 		st.table.forget(campaign)
-		st.raw.forget(func(k outputKey) bool { return k.campaign != campaign })
-		st.raw.forgetMissing(func(c string) bool { return c != campaign })
 		return
 	}
 	delete(st.left, campaign)

@@ -128,13 +128,13 @@ func (ps *pairState) status(campaign string, x, y contract.BudgetStatus, nA, nB 
 // lateness by default (shorter when the lateness is above half a window).
 func (ps *pairState) before(v version, since time.Time, r Rules) bool {
 	if !v.window.IsZero() {
-		return windowBefore(v, ps.from, r) || windowBefore(v, since, r)
+		start := ps.from
+		if since.After(start) {
+			start = since
+		}
+		return !start.IsZero() && v.window.Before(start.Add(r.MaxSkew))
 	}
 	return !ps.from.IsZero() && v.updated.Before(ps.from.Add(3*r.MaxSkew))
-}
-
-func windowBefore(v version, t time.Time, r Rules) bool {
-	return !t.IsZero() && v.window.Before(t.Add(r.MaxSkew))
 }
 
 // fedAlike reports whether both pipelines wrote as many values of the row

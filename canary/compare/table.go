@@ -80,23 +80,30 @@ func (t *table) prune(from time.Time) {
 
 // forget drops every row of campaign.
 func (t *table) forget(campaign string) {
-	t.pruneIf(time.Time{}.AddDate(10000, 0, 0), func(k outputKey) bool { return k.campaign == campaign })
+	for _, o := range outputs {
+		t.drop(outputKey{o, campaign})
+	}
 }
 
 // pruneIf forgets the rows not updated since from for which drop holds.
 func (t *table) pruneIf(from time.Time, drop func(outputKey) bool) {
 	for k, v := range t.ver {
 		if v.received.Before(from) && drop(k) {
-			delete(t.ver, k)
-			switch k.output {
-			case outdiff.BudgetStatus:
-				delete(t.out.Status, k.campaign)
-			case outdiff.Pacing:
-				delete(t.out.Pacing, k.campaign)
-			default:
-				delete(t.out.Bid, k.campaign)
-			}
+			t.drop(k)
 		}
+	}
+}
+
+// drop forgets row k.
+func (t *table) drop(k outputKey) {
+	delete(t.ver, k)
+	switch k.output {
+	case outdiff.BudgetStatus:
+		delete(t.out.Status, k.campaign)
+	case outdiff.Pacing:
+		delete(t.out.Pacing, k.campaign)
+	default:
+		delete(t.out.Bid, k.campaign)
 	}
 }
 
