@@ -38,9 +38,7 @@ func (e SpendEvent) appendJSON(b []byte) ([]byte, error) {
 	b = strconv.AppendInt(append(b, `,"events":`...), e.Events, 10)
 	b = appendTime(append(b, `,"window_start":`...), e.WindowStart, &err)
 	b = appendTime(append(b, `,"window_end":`...), e.WindowEnd, &err)
-	if !e.DueAt.IsZero() { // omitzero
-		b = appendTime(append(b, `,"due_at":`...), e.DueAt, &err)
-	}
+	b = appendTimeOmitZero(b, `,"due_at":`, e.DueAt, &err)
 	b = appendTime(append(b, `,"emitted_at":`...), e.EmittedAt, &err)
 	return append(b, '}'), err
 }
@@ -53,9 +51,7 @@ func (s BudgetStatus) appendJSON(b []byte) ([]byte, error) {
 	b = appendString(append(b, `,"day":`...), s.Day)
 	b = strconv.AppendInt(append(b, `,"spent_today_micros":`...), s.SpentTodayMicros, 10)
 	b = strconv.AppendInt(append(b, `,"spent_lifetime_micros":`...), s.SpentLifetimeMicros, 10)
-	if !s.LastWindowStart.IsZero() { // omitzero
-		b = appendTime(append(b, `,"last_window_start":`...), s.LastWindowStart, &err)
-	}
+	b = appendTimeOmitZero(b, `,"last_window_start":`, s.LastWindowStart, &err)
 	b = appendTime(append(b, `,"updated_at":`...), s.UpdatedAt, &err)
 	return append(b, '}'), err
 }
@@ -67,9 +63,7 @@ func (p Pacing) appendJSON(b []byte) ([]byte, error) {
 	b = appendFloat(append(b, `,"rate":`...), p.Rate, &err)
 	b = strconv.AppendInt(append(b, `,"target_micros":`...), p.TargetMicros, 10)
 	b = strconv.AppendInt(append(b, `,"actual_micros":`...), p.ActualMicros, 10)
-	if !p.LastWindowStart.IsZero() { // omitzero
-		b = appendTime(append(b, `,"last_window_start":`...), p.LastWindowStart, &err)
-	}
+	b = appendTimeOmitZero(b, `,"last_window_start":`, p.LastWindowStart, &err)
 	b = appendTime(append(b, `,"updated_at":`...), p.UpdatedAt, &err)
 	return append(b, '}'), err
 }
@@ -79,9 +73,7 @@ func (m BidMultiplier) appendJSON(b []byte) ([]byte, error) {
 	b = strconv.AppendInt(append(b, `{"v":`...), int64(m.V), 10)
 	b = appendString(append(b, `,"campaign":`...), m.Campaign)
 	b = appendFloat(append(b, `,"multiplier":`...), m.Multiplier, &err)
-	if !m.LastWindowStart.IsZero() { // omitzero
-		b = appendTime(append(b, `,"last_window_start":`...), m.LastWindowStart, &err)
-	}
+	b = appendTimeOmitZero(b, `,"last_window_start":`, m.LastWindowStart, &err)
 	b = appendTime(append(b, `,"updated_at":`...), m.UpdatedAt, &err)
 	return append(b, '}'), err
 }
@@ -103,6 +95,15 @@ func appendString(b []byte, s string) []byte {
 // appendTime appends t as time.Time's MarshalJSON does (RFC 3339 with
 // nanoseconds); times that are not UTC or outside years 0 to 9999 go
 // through MarshalJSON itself. It sets *err once for a time it rejects.
+// appendTimeOmitZero appends key and t, as appendTime does, unless t is
+// zero (the field's omitzero).
+func appendTimeOmitZero(b []byte, key string, t time.Time, err *error) []byte {
+	if t.IsZero() {
+		return b
+	}
+	return appendTime(append(b, key...), t, err)
+}
+
 func appendTime(b []byte, t time.Time, err *error) []byte {
 	if y := t.Year(); y >= 0 && y <= 9999 && t.Location() == time.UTC {
 		b = append(b, '"')
