@@ -23,9 +23,10 @@ func runBench(ctx context.Context, a *app, args []string) int {
 // runBenchPipeline is "hotpair bench pipeline": the measurement of
 // BenchmarkEndToEnd, outside the test framework.
 func runBenchPipeline(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "bench pipeline", "bench pipeline [--campaigns N] [--events N] [--partitions N] [--steady-load F] [--steady-for D] [--probes N] [--kafka-secure] [--json]")
+	fs := newFlags(a, "bench pipeline", "bench pipeline [--campaigns N] [--events N] [--event-rate R] [--partitions N] [--steady-load F] [--steady-for D] [--probes N] [--kafka-secure] [--json]")
 	campaigns := fs.Int("campaigns", 10_000, "campaigns the ad events are spread over")
 	events := fs.Int("events", 200_000, "ad events in the backlog (at least --campaigns)")
+	eventRate := fs.Float64("event-rate", 0, "ad events per second of event time in the workload (default: --events over two minutes); with --campaigns it sets how many windows, so SpendEvents, the pipeline pays per ad event")
 	partitions := fs.Int("partitions", 8, "partitions of every topic")
 	steady := fs.Float64("steady-load", 0.5, "rate of the steady phase after the backlog, as a fraction of the backlog throughput")
 	steadyFor := fs.Duration("steady-for", 3*time.Second, "how long the steady phase lasts")
@@ -42,6 +43,8 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "--campaigns must be at least 1")
 	case *events < *campaigns:
 		return usageError(fs, a.stderr, "--events must be at least --campaigns (%d)", *campaigns)
+	case *eventRate != 0 && !(*eventRate >= 1 && *eventRate <= 1e6):
+		return usageError(fs, a.stderr, "--event-rate must be between 1 and 1000000 ad events per second of event time")
 	case *partitions < 1 || *partitions > 1000:
 		return usageError(fs, a.stderr, "--partitions must be between 1 and 1000")
 	case *probes < 1:
@@ -49,7 +52,7 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 	case *steady <= 0 || *steady > 1 || *steadyFor <= 0:
 		return usageError(fs, a.stderr, "--steady-load must be in (0,1] and --steady-for positive")
 	}
-	cfg := pipebench.Config{Campaigns: *campaigns, Events: *events, Partitions: int32(*partitions), Probes: *probes,
+	cfg := pipebench.Config{Campaigns: *campaigns, Events: *events, EventRate: *eventRate, Partitions: int32(*partitions), Probes: *probes,
 		SteadyLoad: *steady, SteadyFor: *steadyFor, Secure: *secure, Logger: a.logger}
 	for _, f := range []struct {
 		path string
@@ -87,7 +90,8 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 }
 
 func writeBenchText(w io.Writer, r pipebench.Result) {
-	fmt.Fprintf(w, "%d windows emitted (%d by timer wake-ups) and applied; every campaign's lifetime spend is exact\n\n", r.Windows, r.Wakeups)
+	fmt.Fprintf(w, "event time: %.0f ad events per second; %d windows emitted (%.3f per ad event, %d by timer wake-ups) and applied; every campaign's lifetime spend is exact\n\n",
+		r.EventRate, r.Windows, r.WindowsPerEvent, r.Wakeups)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "throughput\tevents/s\tevents/CPU-s\tallocs/event\tseconds\t")
 	for _, row := range []struct {

@@ -12,6 +12,7 @@ func TestBenchBadUsage(t *testing.T) {
 		"fewer events":        {[]string{"bench", "pipeline", "--campaigns", "10", "--events", "5"}, "--events must be at least --campaigns"},
 		"too many partitions": {[]string{"bench", "pipeline", "--partitions", "5000"}, "--partitions must be between 1 and 1000"},
 		"steady load above 1": {[]string{"bench", "pipeline", "--steady-load", "1.5"}, "--steady-load must be in (0,1]"},
+		"event rate 0.5":      {[]string{"bench", "pipeline", "--event-rate", "0.5"}, "--event-rate must be between 1 and 1000000"},
 		"no probes":           {[]string{"bench", "pipeline", "--probes", "0"}, "--probes must be at least 1"},
 		"positional argument": {[]string{"bench", "pipeline", "now"}, "unexpected argument"},
 		"unknown flag":        {[]string{"bench", "pipeline", "--campains", "10"}, "flag provided but not defined"},

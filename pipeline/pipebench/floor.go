@@ -61,7 +61,7 @@ func Floor(ctx context.Context, cfg Config) (FloorResult, error) {
 	defer cluster.Close()
 	c := kafka.Cluster{Brokers: cluster.ListenAddrs()}
 	res := FloorResult{Campaigns: cfg.Campaigns, Events: cfg.Events}
-	w := newWorkload(cfg.Campaigns, cfg.Events, cfg.Partitions, time.Now())
+	w := newWorkload(cfg.Campaigns, cfg.Events, cfg.Partitions, cfg.EventRate, cfg.SteadyFor, time.Now())
 	topics := []kafka.TopicSpec{{Name: topicAdEvents}, {Name: "bench-floor-spend"}, {Name: "bench-floor-status"}}
 	if err := kafka.EnsureTopics(ctx, c, cfg.Partitions, 1, topics...); err != nil {
 		return res, fmt.Errorf("pipebench: %w", err)

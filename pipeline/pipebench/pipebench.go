@@ -34,6 +34,16 @@ type Config struct {
 	// (default 200,000). Fewer campaigns mean more events per window and
 	// fewer SpendEvents per ad event.
 	Campaigns, Events int
+	// EventRate is how many ad events the workload holds per second of
+	// event time (default Events over two minutes: 1,667/s for 200k). With
+	// a window of 10 s, a campaign's events in a window — and so how many
+	// SpendEvents, each a read, a changelog record and a status downstream,
+	// the pipeline pays per ad event — follow from EventRate / Campaigns. A
+	// live stream is read about as fast as it is written, so a stream that
+	// loads the pipeline to its throughput has a rate near that throughput;
+	// the default's is some 50 times lower: the backlog of a sparse stream,
+	// where with 10k campaigns most ad events open a window of their own.
+	EventRate float64
 	// Partitions of every topic (default 8).
 	Partitions int32
 	// SteadyLoad is the rate of the steady phase, after the backlog, as a
@@ -64,6 +74,9 @@ func (c *Config) applyDefaults() {
 	if c.Events == 0 {
 		c.Events = 200_000
 	}
+	if c.EventRate == 0 {
+		c.EventRate = float64(c.Events) / span.Seconds()
+	}
 	if c.Partitions == 0 {
 		c.Partitions = 8
 	}
@@ -89,6 +102,9 @@ func (c *Config) validate() error {
 	case c.Campaigns < 1 || c.Events < c.Campaigns:
 		return fmt.Errorf("%w: need at least one campaign and at least as many events as campaigns (campaigns %d, events %d)",
 			ErrInvalidConfig, c.Campaigns, c.Events)
+	case !(c.EventRate >= 1) || c.EventRate > maxSteadyRate:
+		return fmt.Errorf("%w: EventRate must be in [1, %d] ad events per second of event time, got %v",
+			ErrInvalidConfig, maxSteadyRate, c.EventRate)
 	case c.Partitions < 1 || c.Probes < 1 || c.SteadyFor < 0:
 		return fmt.Errorf("%w: Partitions and Probes must be positive, SteadyFor not negative", ErrInvalidConfig)
 	case c.SteadyLoad < 0 || c.SteadyLoad > 1:
@@ -102,9 +118,14 @@ type Result struct {
 	Campaigns  int   `json:"campaigns"`
 	Events     int   `json:"events"`
 	Partitions int32 `json:"partitions"`
+	// EventRate is the workload's ad events per second of event time.
+	EventRate float64 `json:"event_time_rate"`
 	// Windows is how many SpendEvents the aggregator emitted for the
-	// backlog, each applied by the budget enforcer exactly once.
-	Windows int `json:"windows"`
+	// backlog, each applied by the budget enforcer exactly once;
+	// WindowsPerEvent is Windows / Events, what drives the pipeline's cost
+	// per ad event beyond bare goka's.
+	Windows         int     `json:"windows"`
+	WindowsPerEvent float64 `json:"windows_per_event"`
 	// Wakeups is how many timer wake-ups the aggregator sent through its
 	// loop topic meanwhile, to close windows of campaigns without newer events.
 	Wakeups int `json:"wakeups"`
@@ -193,9 +214,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer cluster.Close()
 	c := kafka.Cluster{Brokers: cluster.ListenAddrs(), Auth: auth}
-	res := Result{Campaigns: cfg.Campaigns, Events: cfg.Events, Partitions: cfg.Partitions}
+	res := Result{Campaigns: cfg.Campaigns, Events: cfg.Events, Partitions: cfg.Partitions, EventRate: cfg.EventRate}
 
-	w := newWorkload(cfg.Campaigns, cfg.Events, cfg.Partitions, time.Now())
+	w := newWorkload(cfg.Campaigns, cfg.Events, cfg.Partitions, cfg.EventRate, cfg.SteadyFor, time.Now())
 	log.Debug("writing the workload", "events", w.records(), "windows", w.windows)
 	if err := kafka.EnsureTopics(ctx, c, cfg.Partitions, 1, kafka.TopicSpec{Name: topicAdEvents}); err != nil {
 		return res, fmt.Errorf("pipebench: %w", err)

@@ -68,6 +68,7 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 	}
 	res.Pipeline = from.rate(w.records())
 	res.Windows = int(m.get("hotpair_stage_outputs_total", contract.StageAggregator))
+	res.WindowsPerEvent = float64(res.Windows) / float64(cfg.Events)
 	res.Wakeups = int(m.get("hotpair_stage_wakeups_total", contract.StageAggregator))
 	if late := m.get("hotpair_late_events_total", contract.StageAggregator); late > 0 {
 		return fmt.Errorf("%v ad events were late: the backlog's windows were not all closed on the partition clock", late)

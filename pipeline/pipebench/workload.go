@@ -15,8 +15,8 @@ import (
 
 const (
 	topicAdEvents = "ad-events"
-	// span is the event time the backlog covers, window the pipeline's
-	// window and lateness its allowed lateness (the defaults).
+	// span is the event time the backlog covers by default, window the
+	// pipeline's window and lateness its allowed lateness (the defaults).
 	span     = 2 * time.Minute
 	window   = 10 * time.Second
 	lateness = 5 * time.Second
@@ -24,7 +24,8 @@ const (
 )
 
 // workload is the measurement's ad events, all of them in the past, on one
-// event-time line at a fixed density (Events per two minutes):
+// event-time line at a fixed density (Config.EventRate, by default Events
+// per two minutes):
 //
 //   - the backlog: Events events, campaigns round robin, written before the
 //     pipeline starts;
@@ -42,6 +43,7 @@ type workload struct {
 	campaigns, events int
 	partitions        int32
 	start             time.Time // the first event time
+	step              float64   // event-time nanoseconds from one event to the next
 	// windows is how many (campaign, window) pairs the backlog holds: the
 	// SpendEvents the aggregator must emit for it.
 	windows int
@@ -51,13 +53,23 @@ type workload struct {
 	steady int
 }
 
+// maxSteadyRate bounds the steady phase's events per second (it runs at a
+// fraction of the backlog's throughput), for where the line starts.
+const maxSteadyRate = 1_000_000
+
 // gap is the event time from the last event before a sentinel to the
 // sentinel: more than a window and its lateness.
 const gap = window + lateness + 5*time.Second
 
-func newWorkload(campaigns, events int, partitions int32, now time.Time) *workload {
-	w := &workload{campaigns: campaigns, events: events, partitions: partitions,
-		start: now.Add(-10 * time.Minute)}
+// newWorkload lays events out at rate per second of event time. The line
+// starts far enough back that the steady phase, at up to maxSteadyRate
+// events per second for steadyFor, still ends in the past.
+func newWorkload(campaigns, events int, partitions int32, rate float64, steadyFor time.Duration, now time.Time) *workload {
+	step := float64(time.Second) / rate
+	backlog := time.Duration(float64(events) * step)
+	steady := time.Duration(steadyFor.Seconds() * maxSteadyRate * step)
+	w := &workload{campaigns: campaigns, events: events, partitions: partitions, step: step,
+		start: now.Add(-backlog - steady - 8*time.Minute)}
 	w.windows = w.countWindows(0, events)
 	for p := range partitions {
 		w.sentinels = append(w.sentinels, keyOnPartition("sentinel", p, partitions))
@@ -81,7 +93,7 @@ func (w *workload) records() int { return w.events + int(w.partitions) }
 // ts is the event time of event i: the backlog's are 0 to Events-1, the
 // steady phase's follow; each sentinel adds a gap.
 func (w *workload) ts(i int) time.Time {
-	t := w.start.Add(time.Duration(i) * span / time.Duration(w.events))
+	t := w.start.Add(time.Duration(float64(i) * w.step))
 	if i >= w.events {
 		t = t.Add(2 * gap)
 	}

@@ -1,0 +1,54 @@
+package pipebench
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// The workload's event-time rate sets how many windows, so SpendEvents,
+// the pipeline pays per ad event: every one of them is emitted and applied
+// exactly once (Run fails on any campaign's spend that is not exact).
+func TestEventRateSetsWindowsPerEvent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the pipeline twice on an in-process cluster")
+	}
+	const campaigns, events = 100, 5_000
+	for _, tc := range []struct {
+		name     string
+		rate     float64
+		min, max float64 // windows per ad event
+	}{
+		// 5,000 events over two minutes: a campaign has an event every
+		// 2.4 s, about four per 10 s window.
+		{"sparse (default)", 0, 0.2, 0.3},
+		// 5,000 events in one second: a campaign's 50 events fall in one
+		// window, or two where the second crosses a window's end.
+		{"dense", 5_000, 0.02, 0.04},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Campaigns: campaigns, Events: events, EventRate: tc.rate, Partitions: 2,
+				SteadyFor: 300 * time.Millisecond, Probes: 3, Timeout: time.Minute}
+			r, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.applyDefaults()
+			if r.WindowsPerEvent < tc.min || r.WindowsPerEvent > tc.max {
+				t.Errorf("%.3f windows per ad event at %v events per second of event time, want %.2f–%.2f",
+					r.WindowsPerEvent, r.EventRate, tc.min, tc.max)
+			}
+			if r.EventRate != cfg.EventRate {
+				t.Errorf("result's event rate %v, configured %v", r.EventRate, cfg.EventRate)
+			}
+		})
+	}
+}
+
+func TestEventRateOutOfRange(t *testing.T) {
+	for _, rate := range []float64{0.5, -3, 2e6} {
+		if _, err := Run(context.Background(), Config{EventRate: rate}); err == nil {
+			t.Errorf("EventRate %v: no error", rate)
+		}
+	}
+}
