@@ -92,14 +92,26 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 			}
 		}
 	}
-	var regressions, short, quietBefore []string
+	var regressions, short, quietBefore, uncompared []string
+	stopped := map[string]bool{} // outputs with a field no longer compared
 	for _, f := range outdiff.Fields() {
-		fr := e.judgeField(f, tr.Points[f.Output], counts[fieldKey{f.Output, f.Name}])
+		k := fieldKey{f.Output, f.Name}
+		fr := e.judgeField(f, tr.Points[f.Output], counts[k])
 		if _, ok := quiet[f.Output]; ok {
 			if fr.Verdict == Regression {
 				quietBefore = append(quietBefore, "before it went quiet: "+regressionReason(fr))
 			}
 			fr.Verdict = InsufficientData
+		}
+		// A field no longer compared while the target's others are (its
+		// campaigns out of sync since a gap or duplicates in the copy):
+		// the points from before are no verdict on what the build writes
+		// now. A regression they showed stands.
+		if at, ok := st.compared[k]; ok && !stale && fr.Verdict == Pass && now.Sub(at) > e.rules.Stale {
+			fr.Verdict = InsufficientData
+			stopped[f.Output] = true
+			uncompared = append(uncompared, fmt.Sprintf("%s %s: no comparison for more than %s (last %s) while other fields are compared",
+				f.Output, f.Name, e.rules.Stale, lastText(at)))
 		}
 		tr.Fields = append(tr.Fields, fr)
 		switch fr.Verdict {
@@ -118,12 +130,17 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 				o, st.source, e.rules.Stale, lastText(at), stageOf(o), o))
 			continue
 		}
+		if tr.Points[o] >= e.rules.MinPoints && stopped[o] {
+			continue // its reason is the field's
+		}
 		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%s: %d points compared, need %d", o, tr.Points[o], e.rules.MinPoints))
 	}
 	tr.Reasons = append(tr.Reasons, quietBefore...)
+	tr.Reasons = append(tr.Reasons, uncompared...)
 	if n := st.unsynced(); n > 0 && len(short) > 0 {
 		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%d sampled campaigns are not in sync with live: their spend today differs "+
-			"(a dark copy that began, or was paused, mid-day); their spend is compared by increments, their status, pacing and bid multiplier from their next day", n))
+			"(a dark copy that began or was paused mid-day, or copied records twice after a dispatcher crash); "+
+			"their spend is compared by increments, their status, pacing and bid multiplier from their next day", n))
 	}
 	if stale {
 		tr.Reasons = append(tr.Reasons, fmt.Sprintf("no new comparison for more than %s (last %s): is the dark target or its source side down?",

@@ -31,7 +31,9 @@ type targetState struct {
 	// it writes again more than stale later.
 	left      map[string]time.Time
 	lastPoint time.Time
-	rounds    []round
+	// compared is when each field was last compared, dark against live.
+	compared map[fieldKey]time.Time
+	rounds   []round
 	// again: the target was judged before, removed and set again, or
 	// wrote nothing for longer than stale (its copy has a gap); its next
 	// round starts the comparison afresh.
@@ -92,7 +94,7 @@ type fieldCount struct {
 func newTargetState(t Target) *targetState {
 	return &targetState{name: t.Name, source: t.Source, table: newTable(), health: &healthLog{},
 		raw: newPairState(), noise: newPairState(), campaigns: map[string]time.Time{}, sampled: map[string]time.Time{},
-		left: map[string]time.Time{}}
+		left: map[string]time.Time{}, compared: map[fieldKey]time.Time{}}
 }
 
 // round compares every row of the target's sampled campaigns that changed
@@ -127,6 +129,7 @@ func (st *targetState) round(e *Engine, now time.Time) {
 			}
 			r.points[k.output]++
 			st.campaigns[k.campaign], st.lastPoint = now, now
+			st.comparedNow(k.output, fields, now)
 			r.count(k.output, fields, ds, st.rawCount(k, now))
 		}
 	}
@@ -148,6 +151,7 @@ func (st *targetState) round(e *Engine, now time.Time) {
 				r.points[o]++
 				r.missing[o] = append(r.missing[o], c)
 				st.campaigns[c] = now
+				st.comparedNow(o, fieldsOf(ds), now)
 				r.count(o, fieldsOf(ds), ds, st.rawCount(k, now))
 			}
 		}
@@ -279,6 +283,13 @@ func (st *targetState) prune(from time.Time) {
 		ps.forgetMissing(sampled)
 	}
 	st.health.prune(from)
+}
+
+// comparedNow notes that fields of output were compared at now.
+func (st *targetState) comparedNow(output string, fields []string, now time.Time) {
+	for _, f := range fields {
+		st.compared[fieldKey{output, f}] = now
+	}
 }
 
 // unsynced counts the sampled campaigns whose spend today differed from
