@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -201,4 +202,52 @@ func DarkCampaignOf(id string) (campaign string, k int) {
 		return id, 0
 	}
 	return id[:i], k
+}
+
+// HeaderDarkSource is the header of every copy the dispatcher writes to a
+// dark target's ad-events: which live record, and which copy of it, it
+// is (DarkSource). A dispatcher that takes over live partitions (a
+// restart, a rebalance) reads it back from the target, so that what the
+// target already has is not copied twice.
+const HeaderDarkSource = "hotpair-dark-source"
+
+// DarkSource is where a copy on a dark target comes from: copy K (0, or a
+// clone's number) of the record at Offset of Partition of a live side's
+// ad-events.
+type DarkSource struct {
+	Side      Side
+	Partition int32
+	Offset    int64
+	K         int
+}
+
+// AppendDarkSource appends s as the header's value,
+// "<side>/<partition>/<offset>/<copy>" (readable with kcat).
+func AppendDarkSource(b []byte, s DarkSource) []byte {
+	b = append(b, s.Side.String()...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(s.Partition), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, s.Offset, 10)
+	b = append(b, '/')
+	return strconv.AppendInt(b, int64(s.K), 10)
+}
+
+// ParseDarkSource parses a HeaderDarkSource value.
+func ParseDarkSource(v []byte) (DarkSource, error) {
+	parts := strings.Split(string(v), "/")
+	if len(parts) != 4 {
+		return DarkSource{}, fmt.Errorf("contract: dark source %q: want side/partition/offset/copy", v)
+	}
+	side, err := ParseSide(parts[0])
+	if err != nil {
+		return DarkSource{}, fmt.Errorf("contract: dark source %q: %w", v, err)
+	}
+	p, err1 := strconv.ParseInt(parts[1], 10, 32)
+	off, err2 := strconv.ParseInt(parts[2], 10, 64)
+	k, err3 := strconv.Atoi(parts[3])
+	if err := errors.Join(err1, err2, err3); err != nil || p < 0 || off < 0 || k < 0 || k > MaxDarkMultiplier {
+		return DarkSource{}, fmt.Errorf("contract: dark source %q: partition, offset and copy must be numbers in range", v)
+	}
+	return DarkSource{Side: side, Partition: int32(p), Offset: off, K: k}, nil
 }

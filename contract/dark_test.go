@@ -105,3 +105,21 @@ func TestDecodeDarkTarget(t *testing.T) {
 		}
 	}
 }
+
+func TestDarkSourceRoundTrip(t *testing.T) {
+	for _, s := range []DarkSource{{Primary, 0, 0, 0}, {Standby, 63, 1 << 40, MaxDarkMultiplier}} {
+		v := AppendDarkSource(nil, s)
+		got, err := ParseDarkSource(v)
+		if err != nil || got != s {
+			t.Errorf("%q: %+v, %v; want %+v", v, got, err, s)
+		}
+	}
+	if v := string(AppendDarkSource(nil, DarkSource{Primary, 3, 12345, 2})); v != "primary/3/12345/2" {
+		t.Errorf("header value %q", v)
+	}
+	for _, bad := range []string{"", "primary/3/12", "left/3/12/0", "primary/-1/12/0", "primary/3/x/0", "primary/3/12/17", "primary/3/12/0/1"} {
+		if _, err := ParseDarkSource([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

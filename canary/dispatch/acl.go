@@ -24,9 +24,11 @@ func (c Config) LiveKafkaACLs() []contract.KafkaACL {
 // TargetKafkaACLs are the ACLs the dispatcher's Kafka user needs on a dark
 // target's cluster, for the target's topic prefix (always
 // contract.DarkPrefix(name)): Write on <prefix>ad-events and
-// <prefix>budgets, literal names. Kafka grants Describe with Write. The
-// dispatcher creates no topic (the dark pipeline does) and reads nothing
-// there.
+// <prefix>budgets, and Read on <prefix>ad-events, literal names. Kafka
+// grants Describe with either. The dispatcher creates no topic (the dark
+// pipeline does); it reads back the copies on <prefix>ad-events when it
+// resumes live partitions (a restart, a rebalance), so as not to copy
+// again what the target has (without Read, those may be copied twice).
 //
 // Targets are added at run time, by a document in ZooKeeper: grant these
 // on the target's cluster when you add a target (before `hotpair dark
@@ -41,7 +43,8 @@ func (c Config) LiveKafkaACLs() []contract.KafkaACL {
 // also needs IdempotentWrite on the cluster, which is not in this list.
 func TargetKafkaACLs(prefix string) []contract.KafkaACL {
 	t := topicsOf(prefix)
-	return contract.SortACLs(contract.TopicACLs([]string{t.events, t.budgets}, contract.OpWrite))
+	return contract.SortACLs(append(contract.TopicACLs([]string{t.events, t.budgets}, contract.OpWrite),
+		contract.TopicACLs([]string{t.events}, contract.OpRead)...))
 }
 
 // KafkaACLs is LiveKafkaACLs for the dispatcher this valid file configures,

@@ -27,6 +27,7 @@ func (d *Dispatcher) apply(ctx context.Context, observed <-chan followed) map[st
 		zkErr = errZKDown
 		rate  float64
 		last  int64
+		seen  bool // the follower read the targets once
 	)
 	alpha := 1 - math.Exp(-float64(time.Second)/float64(rateWindow))
 	tick := time.NewTicker(time.Second)
@@ -37,7 +38,7 @@ func (d *Dispatcher) apply(ctx context.Context, observed <-chan followed) map[st
 			return senders
 		case f := <-observed:
 			if zkErr = f.err; f.err == nil {
-				obs = f.obs
+				obs, seen = f.obs, true
 			}
 		case <-tick.C:
 			n := d.consumed.Load()
@@ -50,6 +51,9 @@ func (d *Dispatcher) apply(ctx context.Context, observed <-chan followed) map[st
 			}
 		}
 		d.replan(ctx, obs, zkErr, senders, rate)
+		if seen {
+			d.plan.Do(func() { close(d.planned) })
+		}
 	}
 }
 

@@ -34,6 +34,17 @@ type Dispatcher struct {
 	consumed atomic.Int64            // live ad events read, for the live rate
 	assigned chan struct{}           // closed once the group assigned partitions
 	assign   sync.Once
+	// planned is closed once the control loop has applied the targets the
+	// follower first read: the events consumer waits for it, so that it
+	// copies from its group's committed offsets on rather than skipping
+	// (and committing) what it reads before it knows where to send it. A
+	// dispatcher that starts while ZooKeeper is unreadable reads nothing
+	// until it is; one that loses ZooKeeper later pauses (PausedAll).
+	planned chan struct{}
+	plan    sync.Once
+
+	freshMu sync.Mutex
+	fresh   map[int32]bool // live partitions assigned and not yet resumed
 
 	budgetsMu sync.Mutex
 	budgets   map[string][]byte // the live budgets table: campaign -> row
@@ -61,6 +72,7 @@ func New(c Config, opts ...Option) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{cfg: c, log: o.logger.With("component", "dark-dispatch", "side", c.Side.String()), m: newMetrics(o.reg),
 		topics: contract.TopicsWithPrefix(c.TopicPrefix), retry: o.retry, assigned: make(chan struct{}),
+		planned: make(chan struct{}), fresh: map[int32]bool{},
 		budgets: map[string][]byte{}, plans: map[string]Plan{}}
 	d.routes.Store(&[]route{})
 	return d, nil
@@ -105,7 +117,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	events, err := kafka.NewClient(d.live(), "hotpair-dark-dispatch",
 		kgo.ConsumerGroup(d.cfg.Group), kgo.ConsumeTopics(d.topics.AdEvents), kgo.ConsumeResetOffset(start),
-		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+			d.freshMu.Lock()
+			for _, p := range assigned[d.topics.AdEvents] {
+				d.fresh[p] = true
+			}
+			d.freshMu.Unlock()
 			d.assign.Do(func() { close(d.assigned) })
 		}))
 	if err != nil {
@@ -153,6 +170,11 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 	var errs kafka.ErrorLog
 	var last []route
 	copied := map[string]bool{} // the campaigns copied to a target so far
+	select {
+	case <-d.planned:
+	case <-ctx.Done():
+		return
+	}
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -173,6 +195,7 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 		if len(routes) == 0 {
 			continue
 		}
+		d.resume(ctx, fs, routes)
 		fs.EachRecord(func(r *kgo.Record) {
 			campaign := string(r.Key)
 			for _, rt := range routes {
@@ -185,6 +208,31 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 				}
 			}
 		})
+	}
+}
+
+// resume has every route's target read back what it already has of the
+// live partitions this poll resumes (their first records since they were
+// assigned), before any of their records is copied. A partition resumed
+// while no target is sent to needs nothing: its records are not copied.
+func (d *Dispatcher) resume(ctx context.Context, fs kgo.Fetches, routes []route) {
+	d.freshMu.Lock()
+	if len(d.fresh) == 0 {
+		d.freshMu.Unlock()
+		return
+	}
+	points := map[int32]resumePoint{}
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Topic != d.topics.AdEvents || !d.fresh[p.Partition] || len(p.Records) == 0 {
+			return
+		}
+		first := p.Records[0]
+		points[p.Partition] = resumePoint{offset: first.Offset, ts: first.Timestamp}
+		delete(d.fresh, p.Partition)
+	})
+	d.freshMu.Unlock()
+	for _, rt := range routes {
+		rt.s.resume(ctx, d.cfg.Side, points)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,6 +137,14 @@ func (e *env) darkInstances(name string) string {
 // waits until its group has partitions.
 func (e *env) start(edit func(*dispatch.Config)) (*dispatch.Dispatcher, *prometheus.Registry) {
 	e.t.Helper()
+	d, reg, _ := e.startStoppable(edit)
+	return d, reg
+}
+
+// startStoppable is start, with a function that stops the dispatcher
+// cleanly (its copies flushed, its group's offsets committed) and waits.
+func (e *env) startStoppable(edit func(*dispatch.Config)) (*dispatch.Dispatcher, *prometheus.Registry, func()) {
+	e.t.Helper()
 	reg := prometheus.NewRegistry()
 	c := dispatch.Config{ZK: []string{e.zk}, ZKRoot: e.paths.Root, Side: contract.Primary,
 		LiveBrokers: e.live, Start: dispatch.StartOldest,
@@ -150,23 +159,27 @@ func (e *env) start(edit func(*dispatch.Config)) (*dispatch.Dispatcher, *prometh
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				e.t.Errorf("Run: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					e.t.Errorf("Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				e.t.Error("the dispatcher did not stop within 30s")
 			}
-		case <-time.After(30 * time.Second):
-			e.t.Error("the dispatcher did not stop within 30s")
-		}
-	})
+		})
+	}
+	e.t.Cleanup(stop)
 	select {
 	case <-d.Assigned():
 	case <-time.After(30 * time.Second):
 		e.t.Fatal("the dispatcher's group got no partitions within 30s")
 	}
-	return d, reg
+	return d, reg, stop
 }
 
 func testLogger() *slog.Logger {

@@ -28,6 +28,8 @@ type metrics struct {
 	live     *prometheus.GaugeVec   // target
 	dark     *prometheus.GaugeVec   // target
 	targets  prometheus.Gauge
+	// resumeSkipped and resumeFailed: see sender.resume.
+	resumeSkipped, resumeFailed *prometheus.CounterVec // target
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -55,6 +57,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Dark aggregator instances of a relative target."}, []string{"target"}),
 		targets: f.NewGauge(prometheus.GaugeOpts{Name: "hotpair_dark_dispatch_targets",
 			Help: "Dark targets the dispatcher sends to now."}),
+		resumeSkipped: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_dark_dispatch_resume_skipped_total",
+			Help: "Copies not sent because the dark target already had them: live records after the group's committed offset, copied before a restart or a rebalance."}, []string{"target"}),
+		resumeFailed: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_dark_dispatch_resume_failures_total",
+			Help: "Resumed live partitions for which the dispatcher could not read back what the dark target had (its copies after the committed offset may be sent twice)."}, []string{"target"}),
 	}
 }
 

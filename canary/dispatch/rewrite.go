@@ -25,16 +25,48 @@ func topicsOf(prefix string) darkTopics {
 // the record's bytes unchanged (a record live dead-letters, the dark
 // pipeline dead-letters too); clone k ≥ 1 carries campaign and event id
 // DarkCloneID(…, k), keyed by the clone's campaign as the pipelines expect.
-func copyEvent(r *kgo.Record, k int, topic string) (*kgo.Record, error) {
+func copyEvent(r *kgo.Record, k int, topic string, src contract.DarkSource) (*kgo.Record, error) {
+	h := withSource(r.Headers, src)
 	if k == 0 {
-		return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}, nil
+		return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h, Timestamp: r.Timestamp}, nil
 	}
 	e, err := contract.DecodeAdEvent(r.Value)
 	if err != nil {
 		return nil, err
 	}
 	e.Campaign, e.ID = contract.DarkCloneID(e.Campaign, k), contract.DarkCloneID(e.ID, k)
-	return encodeEvent(e, topic, r.Headers, r.Timestamp)
+	return encodeEvent(e, topic, h, r.Timestamp)
+}
+
+// withSource is the live record's headers and the copy's source (a new
+// slice: the live one points into the fetched batch).
+func withSource(live []kgo.RecordHeader, src contract.DarkSource) []kgo.RecordHeader {
+	if len(live) < len(sourced{}.h) { // the usual case: one allocation
+		s := new(sourced)
+		h := append(s.h[:0], live...)
+		return append(h, kgo.RecordHeader{Key: contract.HeaderDarkSource, Value: contract.AppendDarkSource(s.v[:0], src)})
+	}
+	h := make([]kgo.RecordHeader, len(live), len(live)+1)
+	copy(h, live)
+	return append(h, kgo.RecordHeader{Key: contract.HeaderDarkSource, Value: contract.AppendDarkSource(make([]byte, 0, 48), src)})
+}
+
+// sourced holds a copy's headers and its source's value together.
+type sourced struct {
+	h [4]kgo.RecordHeader
+	v [48]byte // "standby/2147483647/9223372036854775807/16" fits
+}
+
+// withoutSource is headers without the copy's source: a constant target's
+// repeat is a new event, not a copy of the live record.
+func withoutSource(headers []kgo.RecordHeader) []kgo.RecordHeader {
+	var h []kgo.RecordHeader
+	for _, x := range headers {
+		if x.Key != contract.HeaderDarkSource {
+			h = append(h, x)
+		}
+	}
+	return h
 }
 
 // repeatEvent is a constant target's repeat of a copy already sent: clone
@@ -51,7 +83,7 @@ func repeatEvent(r *kgo.Record, gen int, seq uint64, now time.Time) (*kgo.Record
 	e.Campaign = contract.DarkCloneID(base, k+gen*repeatStride)
 	e.ID = e.ID + "~r" + strconv.FormatUint(seq, 10)
 	e.TS = now.UTC()
-	return encodeEvent(e, r.Topic, r.Headers, now)
+	return encodeEvent(e, r.Topic, withoutSource(r.Headers), now)
 }
 
 // repeatStride separates the clone numbers of a constant target's repeat

@@ -21,17 +21,41 @@ func eventRecord(t *testing.T, campaign, id string) *kgo.Record {
 	return &kgo.Record{Topic: "ad-events", Key: []byte(campaign), Value: b, Timestamp: time.Unix(100, 0)}
 }
 
-// Copy 0 is the live bytes; a clone carries the derived campaign in key and
+// src is the source of copy k of the live record the tests copy.
+func src(k int) contract.DarkSource {
+	return contract.DarkSource{Side: contract.Primary, Partition: 3, Offset: 41, K: k}
+}
+
+// sourceOf is the source a copy's header names.
+func sourceOf(t *testing.T, r *kgo.Record) contract.DarkSource {
+	t.Helper()
+	for _, h := range r.Headers {
+		if h.Key == contract.HeaderDarkSource {
+			s, err := contract.ParseDarkSource(h.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}
+	t.Fatalf("copy without %s: %v", contract.HeaderDarkSource, r.Headers)
+	return contract.DarkSource{}
+}
+
+// Copy 0 is the live bytes (and the source header); a clone carries the derived campaign in key and
 // value and a distinct event id, and decodes as a valid event.
 func TestCloneRewritesCampaignAndEventID(t *testing.T) {
 	r := eventRecord(t, "camp-7", "ev-1")
-	c0, err := copyEvent(r, 0, "dark.x.ad-events")
+	c0, err := copyEvent(r, 0, "dark.x.ad-events", src(0))
 	if err != nil || string(c0.Value) != string(r.Value) || string(c0.Key) != "camp-7" || c0.Topic != "dark.x.ad-events" {
 		t.Fatalf("copy 0: %v %+v", err, c0)
 	}
+	if got := sourceOf(t, c0); got != src(0) {
+		t.Fatalf("copy 0 says it comes from %+v", got)
+	}
 	ids := map[string]bool{"ev-1": true}
 	for k := 1; k <= 3; k++ {
-		c, err := copyEvent(r, k, "dark.x.ad-events")
+		c, err := copyEvent(r, k, "dark.x.ad-events", src(k))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,6 +70,9 @@ func TestCloneRewritesCampaignAndEventID(t *testing.T) {
 			t.Fatalf("clone %d reuses event id %q", k, e.ID)
 		}
 		ids[e.ID] = true
+		if got := sourceOf(t, c); got != src(k) {
+			t.Fatalf("clone %d says it comes from %+v", k, got)
+		}
 		if base, kk := contract.DarkCampaignOf(e.Campaign); base != "camp-7" || kk != k {
 			t.Fatalf("DarkCampaignOf(%q) = %q, %d", e.Campaign, base, kk)
 		}
@@ -75,13 +102,13 @@ func TestCloneBudget(t *testing.T) {
 // sent to be dead-lettered; an undecodable record has no clone.
 func TestCloneRefusals(t *testing.T) {
 	long := strings.Repeat("c", 126)
-	if _, err := copyEvent(eventRecord(t, long, "ev"), 1, "t"); !errors.Is(err, ErrCloneID) {
+	if _, err := copyEvent(eventRecord(t, long, "ev"), 1, "t", src(1)); !errors.Is(err, ErrCloneID) {
 		t.Fatalf("long campaign: %v", err)
 	}
-	if _, err := copyEvent(&kgo.Record{Key: []byte("c"), Value: []byte("{")}, 1, "t"); err == nil {
+	if _, err := copyEvent(&kgo.Record{Key: []byte("c"), Value: []byte("{")}, 1, "t", src(1)); err == nil {
 		t.Fatal("a clone of garbage")
 	}
-	if c, err := copyEvent(&kgo.Record{Key: []byte("c"), Value: []byte("{")}, 0, "t"); err != nil || string(c.Value) != "{" {
+	if c, err := copyEvent(&kgo.Record{Key: []byte("c"), Value: []byte("{")}, 0, "t", src(0)); err != nil || string(c.Value) != "{" {
 		t.Fatalf("copy 0 of garbage must go as is (the dark pipeline dead-letters it like live): %v", err)
 	}
 }
@@ -91,7 +118,11 @@ func TestCloneRefusals(t *testing.T) {
 // ids; the queue is bounded.
 func TestConstantFeedRepeats(t *testing.T) {
 	f := newConstantFeed(2)
-	a, b := eventRecord(t, "camp-a", "e1"), eventRecord(t, "camp-b", "e2")
+	a, err := copyEvent(eventRecord(t, "camp-a", "e1"), 0, "dark.x.ad-events", src(0)) // queued as copies are
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := eventRecord(t, "camp-b", "e2")
 	if !f.push(a) || !f.push(b) || f.push(a) {
 		t.Fatal("a feed of 2 takes exactly 2")
 	}
@@ -116,6 +147,11 @@ func TestConstantFeedRepeats(t *testing.T) {
 		}
 		if seen[e.ID] {
 			t.Fatalf("repeat %d reuses id %q", i, e.ID)
+		}
+		for _, h := range rep.Headers {
+			if h.Key == contract.HeaderDarkSource {
+				t.Fatalf("repeat %d is a new event but names a live source, %s", i, h.Value)
+			}
 		}
 		seen[e.ID] = true
 	}

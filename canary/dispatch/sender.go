@@ -24,7 +24,10 @@ import (
 type sender struct {
 	name   string
 	key    string // what, when it changes, needs a new sender
+	side   contract.Side
 	topics darkTopics
+	// cluster is the target's, for reading back what it has (resume).
+	cluster kafka.Cluster
 	// cl writes only topics with the target's prefix (kafka.TopicGuard).
 	cl  *kafka.GuardedProducer
 	log *slog.Logger
@@ -35,6 +38,11 @@ type sender struct {
 	dropped                 *prometheus.CounterVec // reason
 	buffered                prometheus.Gauge
 	refusals                kafka.ErrorLog // used by delivered only
+
+	// copied is what the target already has of resumed live partitions;
+	// the events consumer alone touches it (resume, already).
+	copied                map[int32]*onTarget
+	skipped, resumeFailed prometheus.Counter
 
 	feed   *constantFeed // constant targets only
 	cancel context.CancelFunc
@@ -65,7 +73,9 @@ func newSender(d contract.DarkTarget, c Config, m *metrics, log *slog.Logger) (*
 		return nil, err
 	}
 	s := &sender{
-		name: d.Name, key: senderKey(d), topics: topicsOf(d.Prefix), cl: kafka.Guard(cl, guard), log: log.With("target", d.Name),
+		name: d.Name, key: senderKey(d), side: c.Side, topics: topicsOf(d.Prefix), cluster: cluster,
+		cl: kafka.Guard(cl, guard), log: log.With("target", d.Name), copied: map[int32]*onTarget{},
+		skipped: m.resumeSkipped.WithLabelValues(d.Name), resumeFailed: m.resumeFailed.WithLabelValues(d.Name),
 		sentEvents:  m.records.WithLabelValues(d.Name, "ad-events"),
 		sentBudgets: m.records.WithLabelValues(d.Name, "budgets"),
 		dropped:     m.dropped.MustCurryWith(prometheus.Labels{"target": d.Name}),
@@ -121,7 +131,10 @@ func (s *sender) drop(err error) {
 // constant target).
 func (s *sender) event(r *kgo.Record, k int) {
 	s.sampledRate.n.Add(1)
-	c, err := copyEvent(r, k, s.topics.events)
+	if s.already(r, k) {
+		return
+	}
+	c, err := copyEvent(r, k, s.topics.events, contract.DarkSource{Side: s.side, Partition: r.Partition, Offset: r.Offset, K: k})
 	if err != nil {
 		s.drop(err)
 		return

@@ -139,7 +139,7 @@ func TestConfigACLs(t *testing.T) {
 		"# dark-dispatch " + disp + ": on the live primary cluster",
 		add + "--group hotpair-dark-dispatch-primary --operation Read\n",
 		"# dark-dispatch " + disp + ": on dark target cand's cluster",
-		add + "--topic dark.cand.ad-events --operation Write\n",
+		add + "--topic dark.cand.ad-events --operation Read --operation Write\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
