@@ -211,9 +211,9 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 	}
 }
 
-// resume has every route's target read back what it already has of the
-// live partitions this poll resumes (their first records since they were
-// assigned), before any of their records is copied. A partition resumed
+// resume has every route's target read back, all at once, what it already
+// has of the live partitions this poll resumes (their first records since
+// they were assigned), before any of their records is copied. A partition resumed
 // while no target is sent to needs nothing: its records are not copied.
 func (d *Dispatcher) resume(ctx context.Context, fs kgo.Fetches, routes []route) {
 	d.freshMu.Lock()
@@ -231,9 +231,14 @@ func (d *Dispatcher) resume(ctx context.Context, fs kgo.Fetches, routes []route)
 		delete(d.fresh, p.Partition)
 	})
 	d.freshMu.Unlock()
-	for _, rt := range routes {
-		rt.s.resume(ctx, d.cfg.Side, points)
+	if len(points) == 0 {
+		return
 	}
+	var wg sync.WaitGroup // a target that is away costs the others nothing more than its timeout
+	for _, rt := range routes {
+		wg.Go(func() { rt.s.resume(ctx, d.cfg.Side, points) })
+	}
+	wg.Wait()
 }
 
 // leaveWithoutRows sends, for every target whose fraction shrank since the

@@ -54,9 +54,9 @@ type onTarget struct {
 }
 
 // resume reads back the copies the target holds of the live partitions in
-// points, from their resume points on, so that already skips them. It runs
-// on the events consumer's goroutine, the only one that touches s.copied,
-// before that consumer copies any record of those partitions.
+// points, from their resume points on, so that already skips them. The
+// events consumer waits for it before it copies any record of those
+// partitions; apart from it, only that consumer touches s.copied.
 func (s *sender) resume(ctx context.Context, side contract.Side, points map[int32]resumePoint) {
 	if s.feed != nil || len(points) == 0 {
 		return // a constant target's copies are repeated anyway
