@@ -11,9 +11,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/hotpair/hotpair/canary/dispatch"
 	"github.com/hotpair/hotpair/contract"
 	"github.com/hotpair/hotpair/internal/childproc"
+	"github.com/hotpair/hotpair/internal/kafka"
 	"github.com/hotpair/hotpair/internal/zkutil"
 	"github.com/hotpair/hotpair/monitor"
 )
@@ -36,7 +39,13 @@ type darkRun struct {
 	// operator while ACLs are on.
 	zk       *zkutil.Session
 	dispatch *dispatch.Dispatcher
+	// stopDispatch stops the dispatcher cleanly and waits (idempotent).
+	stopDispatch func()
 }
+
+// darkDispatchGroup is the sandbox dispatcher's consumer group on the
+// primary cluster (the default for its side).
+var darkDispatchGroup = "hotpair-dark-dispatch-" + contract.Primary.String()
 
 // startDark starts the dark pipeline process against the dark cluster,
 // waits until each of its stages has registered under
@@ -109,23 +118,102 @@ func (s *Sandbox) setDarkTarget(enabled bool) error {
 // generator, so the dark pipeline sees its campaigns' whole history, which
 // keeps their state comparable with live.
 func (s *Sandbox) startDispatcher() error {
-	d := s.dark
 	if err := s.setDarkTarget(true); err != nil {
 		return err
 	}
+	return s.runDispatcher()
+}
+
+// runDispatcher starts a dispatcher process's worth: a new Dispatcher, its
+// metrics in a registry of their own (a restarted one counts from zero).
+func (s *Sandbox) runDispatcher() error {
+	d := s.dark
 	primary := s.clusters[contract.Primary.String()]
 	disp, err := dispatch.New(dispatch.Config{ZK: []string{s.zkAddr}, ZKRoot: s.opts.ZKRoot, ZKSessionTimeout: s.opts.Timing.ZKSession,
 		Side: contract.Primary, LiveBrokers: primary.brokers(), LiveAuth: s.kafkaAuth(), TargetAuth: s.kafkaAuth(),
-		Start: dispatch.StartOldest, DeliveryTimeout: darkDeliveryTimeout(s.opts.Timing)},
+		Group: darkDispatchGroup, Start: dispatch.StartOldest, DeliveryTimeout: darkDeliveryTimeout(s.opts.Timing)},
 		dispatch.WithLogger(s.log), dispatch.WithRegisterer(s.regs.add("dark-dispatch")))
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := disp.Run(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("sandbox: dark dispatcher stopped", "err", err)
+		}
+	}()
+	stop := func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			s.log.Error("sandbox: dark dispatcher did not stop within 30s")
+		}
+	}
+	s.onStop(stop)
 	s.mu.Lock()
-	d.dispatch = disp
+	d.dispatch, d.stopDispatch = disp, stop
 	s.mu.Unlock()
-	s.goRun("dark dispatcher", disp.Run)
 	return nil
+}
+
+// crashDispatcher stops the dispatcher and starts a new one as after a
+// crash: its group's offsets go back to the first live record newer than
+// uncommitted before the stop, as if nothing it read since had been
+// committed (franz-go commits every few seconds). Its copies of those
+// records are on the target already; what a crash also loses — copies
+// still buffered for the target — is not lost here. It returns how many
+// records per partition, at most, the group went back.
+func (s *Sandbox) crashDispatcher(ctx context.Context, uncommitted time.Duration) (int64, error) {
+	s.mu.Lock()
+	d := s.dark
+	s.mu.Unlock()
+	if d == nil || d.stopDispatch == nil {
+		return 0, fmt.Errorf("%w: crash-dispatcher needs a dark target (hotpair sandbox --dark)", ErrBadFault)
+	}
+	since := time.Now().Add(-uncommitted)
+	d.stopDispatch()
+	cl, err := kafka.NewClient(kafka.Cluster{Brokers: s.clusters[contract.Primary.String()].brokers(), Auth: s.kafkaAuth()}, "sandbox-crash-dispatcher")
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	committed, err := adm.FetchOffsets(ctx, darkDispatchGroup)
+	if err == nil {
+		err = committed.Error()
+	}
+	var back kadm.ListedOffsets
+	if err == nil {
+		back, err = adm.ListOffsetsAfterMilli(ctx, since.UnixMilli(), contract.TopicsWithPrefix("").AdEvents)
+	}
+	if err == nil {
+		err = back.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("moving the dispatcher's offsets back: %w", err)
+	}
+	rewound, most := kadm.Offsets{}, int64(0)
+	committed.Each(func(o kadm.OffsetResponse) {
+		b, ok := back.Lookup(o.Topic, o.Partition)
+		if !ok || b.Offset < 0 || b.Offset >= o.At {
+			return
+		}
+		rewound.AddOffset(o.Topic, o.Partition, b.Offset, -1)
+		most = max(most, o.At-b.Offset)
+	})
+	if len(rewound) > 0 {
+		resp, err := adm.CommitOffsets(ctx, darkDispatchGroup, rewound)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("moving the dispatcher's offsets back: %w", err)
+		}
+	}
+	return most, s.runDispatcher()
 }
 
 // darkDeliveryTimeout is how long the sandbox's dispatcher lets a copy

@@ -15,26 +15,32 @@ import (
 
 // Fault kinds.
 const (
-	FaultStall        = "stall"               // a stage on a side stops consuming
-	FaultLag          = "lag"                 // a side's records arrive late by Lag
-	FaultCutIngest    = "cut-ingest"          // the load generator's link to a side is down
-	FaultStopCluster  = "stop-cluster"        // a side's Kafka cluster goes away
-	FaultFlap         = "flap"                // a stage alternates stalled/healthy every Period
-	FaultStopZK       = "stop-zk"             // ZooKeeper goes away
-	FaultWipeZK       = "wipe-zk"             // ZooKeeper restarts empty, as an ensemble rebuilt after losing its disks
-	FaultKillLeader   = "kill-monitor-leader" // the leading monitor replica crashes
-	FaultKillInstance = "kill-instance"       // a stage's instance dies abruptly and restarts
-	FaultDeploy       = "deploy"              // a side's pipelines restart on a new build label
-	FaultSlow         = "slow"                // a stage processes at most Rate records/s
-	FaultTraffic      = "traffic"             // upstream traffic changes Factor times (a surge or a drop)
-	FaultRestartMons  = "restart-monitors"    // both monitor replicas stop and start again, their memory gone
-	FaultStopDark     = "stop-dark"           // the dark target's Kafka cluster goes away (with a dark target)
+	FaultStall         = "stall"               // a stage on a side stops consuming
+	FaultLag           = "lag"                 // a side's records arrive late by Lag
+	FaultCutIngest     = "cut-ingest"          // the load generator's link to a side is down
+	FaultStopCluster   = "stop-cluster"        // a side's Kafka cluster goes away
+	FaultFlap          = "flap"                // a stage alternates stalled/healthy every Period
+	FaultStopZK        = "stop-zk"             // ZooKeeper goes away
+	FaultWipeZK        = "wipe-zk"             // ZooKeeper restarts empty, as an ensemble rebuilt after losing its disks
+	FaultKillLeader    = "kill-monitor-leader" // the leading monitor replica crashes
+	FaultKillInstance  = "kill-instance"       // a stage's instance dies abruptly and restarts
+	FaultDeploy        = "deploy"              // a side's pipelines restart on a new build label
+	FaultSlow          = "slow"                // a stage processes at most Rate records/s
+	FaultTraffic       = "traffic"             // upstream traffic changes Factor times (a surge or a drop)
+	FaultRestartMons   = "restart-monitors"    // both monitor replicas stop and start again, their memory gone
+	FaultStopDark      = "stop-dark"           // the dark target's Kafka cluster goes away (with a dark target)
+	FaultCrashDispatch = "crash-dispatcher"    // the dark dispatcher dies and starts again, its last seconds' reads uncommitted
 )
+
+// crashUncommitted is how much of what the dispatcher read before a
+// crash-dispatcher fault counts as not committed: two of franz-go's
+// autocommit intervals.
+const crashUncommitted = 10 * time.Second
 
 // FaultKinds lists every kind.
 func FaultKinds() []string {
 	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultWipeZK, FaultKillLeader,
-		FaultKillInstance, FaultDeploy, FaultSlow, FaultTraffic, FaultRestartMons, FaultStopDark}
+		FaultKillInstance, FaultDeploy, FaultSlow, FaultTraffic, FaultRestartMons, FaultStopDark, FaultCrashDispatch}
 }
 
 // FaultSpec is what to inject. Durations are Go duration strings ("30s").
@@ -324,6 +330,15 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 			return err
 		}
 		f.Detail = "every stage stopped and started again on the new build, recovering its state from its changelog"
+	case FaultCrashDispatch:
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		n, err := s.crashDispatcher(ctx, crashUncommitted)
+		if err != nil {
+			return err
+		}
+		f.Detail = fmt.Sprintf("the dispatcher stopped; its group's offsets went back by what it read in the last %s (up to %d records "+
+			"a partition), as after a crash between two commits; a new one started", crashUncommitted, n)
 	case FaultRestartMons:
 		if err := s.monitors.restartAll(); err != nil {
 			return err

@@ -27,6 +27,9 @@ func TestFlapThatCannotPauseIsRefused(t *testing.T) {
 	if !errors.Is(err, pipeline.ErrNoSuchStage) {
 		t.Fatalf("Inject = %v, want ErrNoSuchStage", err)
 	}
+	if _, err := s.Inject(FaultSpec{Kind: FaultCrashDispatch}); !errors.Is(err, ErrBadFault) {
+		t.Fatalf("crash-dispatcher without a dark target: %v, want ErrBadFault", err)
+	}
 	if f := s.Faults(); len(f) != 0 {
 		t.Fatalf("a fault that did not happen is listed: %+v", f)
 	}
@@ -60,7 +63,7 @@ func TestFlapReportsAFailedPause(t *testing.T) {
 	})
 }
 
-// stop-dark needs a dark target: without one it is refused and not listed;
+// stop-dark and crash-dispatcher need a dark target: without one they are refused and not listed;
 // it names no side or service.
 func TestStopDarkNeedsADarkTarget(t *testing.T) {
 	s := &Sandbox{opts: Options{Timing: ScenarioTiming()}, log: slog.New(slog.DiscardHandler), clusters: map[string]*cluster{}}
