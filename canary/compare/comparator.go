@@ -291,7 +291,7 @@ func (c *Comparator) read(ctx context.Context, src Source, cl kafka.Cluster, t c
 // sampled campaign.
 func (c *Comparator) readSampled(ctx context.Context, target string, cl kafka.Cluster, t contract.Topics) {
 	c.poll(ctx, Dark(target), cl, []string{t.Budgets}, kgo.NewOffset().AtStart(), func(r *kgo.Record, _ time.Time) error {
-		c.engine.ObserveSampled(target, string(r.Key), r.Value == nil, r.Timestamp)
+		c.engine.ObserveSampled(target, string(r.Key), r.Value, r.Timestamp)
 		return nil
 	})
 }

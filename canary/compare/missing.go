@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 
@@ -143,14 +144,16 @@ func fieldValues(t *table, k outputKey) map[string]string {
 func isMissing(d outdiff.Diff) bool { return d.Detail == missingDetail }
 
 // sample records that campaign went dark on the target at at (its latest
-// budget row's timestamp on the target's budgets topic), or, for a tombstone,
+// budget row, row, and its timestamp on the target's budgets topic), or, for
+// a tombstone (row nil),
 // that it no longer is (a campaign without a budget row included: the
 // dispatcher sends it a tombstone too). Clones are not kept.
-func (st *targetState) sample(campaign string, gone bool, at time.Time) {
+func (st *targetState) sample(campaign string, row []byte, at time.Time) {
 	if _, k := contract.DarkCampaignOf(campaign); k != 0 {
 		return
 	}
-	if gone {
+	if row == nil {
+		delete(st.rows, campaign)
 		// Taken out of the sample (a smaller multiplier): its copy ended,
 		// in the middle of a window, so what the target writes of it from
 		// now on lacks what came after, and is not compared (admit). The
@@ -161,6 +164,20 @@ func (st *targetState) sample(campaign string, gone bool, at time.Time) {
 		return
 	}
 	delete(st.left, campaign)
+	prev, had := st.rows[campaign]
+	st.rows[campaign] = bytes.Clone(row)
+	if had && bytes.Equal(prev, row) && at.After(st.sampled[campaign]) {
+		// The same row again: the dispatcher started again or resumed
+		// the target, so the copy had a gap. Its copies that followed
+		// may have reached the dark aggregator after it closed their
+		// windows on the idle timeout: late spend, which the pacer counts
+		// in the day's spend but not in its demand. With traffic that does
+		// not follow the dark rate, a pacer keeps such a difference for
+		// the rest of the day, so the campaign's pacing and bids are not
+		// compared until its next day (spend and status are: they do not
+		// depend on when the spend came).
+		st.raw.resumed[campaign] = campaignDay(row, at)
+	}
 	// The latest row: the dispatcher sends every row again when it resumes
 	// a target it had paused (ZooKeeper unreadable, the document disabled
 	// for less than stale), so the copy may lack what came before it, as
@@ -188,4 +205,16 @@ func (ps *pairState) forgetMissing(sampled func(campaign string) bool) {
 			delete(ps.lacks, k)
 		}
 	}
+}
+
+// campaignDay is the campaign-local date of at, in the timezone of the
+// campaign's budget row (UTC when the row does not say or cannot be read).
+func campaignDay(row []byte, at time.Time) string {
+	loc := time.UTC
+	if b, err := contract.DecodeBudget(row); err == nil && b.Timezone != "" {
+		if l, err := time.LoadLocation(b.Timezone); err == nil {
+			loc = l
+		}
+	}
+	return at.In(loc).Format(time.DateOnly)
 }

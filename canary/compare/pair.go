@@ -28,6 +28,10 @@ type pairState struct {
 	spend map[string]spendMark
 	// synced says whether the campaign's spend today was equal then.
 	synced map[string]bool
+	// resumed are the campaigns whose copy resumed after a gap, with the
+	// campaign-local day it did: their pacing and bids are not compared
+	// through that day (targetState.sample).
+	resumed map[string]string
 	// diffs are each row's differences at its last compared point.
 	diffs map[outputKey][]outdiff.Diff
 	// pending are the baseline's values of sampled campaigns the other
@@ -50,7 +54,7 @@ type spendMark struct {
 }
 
 func newPairState() *pairState {
-	return &pairState{last: map[outputKey][2]uint64{}, spend: map[string]spendMark{}, synced: map[string]bool{},
+	return &pairState{last: map[outputKey][2]uint64{}, spend: map[string]spendMark{}, synced: map[string]bool{}, resumed: map[string]string{},
 		diffs: map[outputKey][]outdiff.Diff{}, pending: map[outputKey]*pendingMiss{}, judged: map[outputKey]uint64{},
 		lacks: map[outputKey]bool{}}
 }
@@ -69,7 +73,7 @@ func (ps *pairState) point(a, b *table, k outputKey, since, now time.Time, r Rul
 	var fields []string
 	if k.output == outdiff.BudgetStatus {
 		ds, fields = ps.status(k.campaign, a.out.Status[k.campaign], b.out.Status[k.campaign], va.n, vb.n)
-	} else if ps.synced[k.campaign] {
+	} else if ps.synced[k.campaign] && !ps.resumedToday(k.campaign) {
 		ds, fields = diffs(a, b, k, tol), []string{valueField(k.output)}
 	} else {
 		return nil, nil // not in sync: compared once it is (the row is examined again)
@@ -111,6 +115,21 @@ func (ps *pairState) status(campaign string, x, y contract.BudgetStatus, nA, nB 
 		lifetimeA: x.SpentLifetimeMicros, lifetimeB: y.SpentLifetimeMicros, nA: nA, nB: nB}
 	ps.synced[campaign] = synced
 	return ds, fields
+}
+
+// resumedToday reports whether campaign's copy resumed after a gap on its
+// current day (live's, at its last compared status; unknown counts as the
+// same day), and forgets the gap once that day is over.
+func (ps *pairState) resumedToday(campaign string) bool {
+	day, ok := ps.resumed[campaign]
+	if !ok {
+		return false
+	}
+	if cur := ps.spend[campaign].dayA; cur > day {
+		delete(ps.resumed, campaign)
+		return false
+	}
+	return true
 }
 
 // before reports whether v follows from what a copy may lack: input from
@@ -174,6 +193,11 @@ func (ps *pairState) forget(keep func(outputKey) bool) {
 		if !keep(outputKey{outdiff.BudgetStatus, c}) {
 			delete(ps.spend, c)
 			delete(ps.synced, c)
+		}
+	}
+	for c := range ps.resumed {
+		if !keep(outputKey{outdiff.BudgetStatus, c}) {
+			delete(ps.resumed, c)
 		}
 	}
 }

@@ -29,7 +29,9 @@ type targetState struct {
 	// target's budgets topic), when: their outputs are not compared, until
 	// they are sent again (a row), or, for one without a budget row, until
 	// it writes again more than stale later.
-	left      map[string]time.Time
+	left map[string]time.Time
+	// rows are the sampled campaigns' latest budget rows.
+	rows      map[string][]byte
 	lastPoint time.Time
 	// compared is when each field was last compared, dark against live.
 	compared map[fieldKey]time.Time
@@ -94,7 +96,7 @@ type fieldCount struct {
 func newTargetState(t Target) *targetState {
 	return &targetState{name: t.Name, source: t.Source, table: newTable(), health: &healthLog{},
 		raw: newPairState(), noise: newPairState(), campaigns: map[string]time.Time{}, sampled: map[string]time.Time{},
-		left: map[string]time.Time{}, compared: map[fieldKey]time.Time{}}
+		left: map[string]time.Time{}, rows: map[string][]byte{}, compared: map[fieldKey]time.Time{}}
 }
 
 // round compares every row of the target's sampled campaigns that changed
