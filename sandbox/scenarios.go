@@ -35,6 +35,8 @@ func scenarios() []scenario {
 			options: func(o *Options) { o.Day = time.Hour }, run: overload},
 		{name: "dark-pause", summary: "the same build runs dark and passes; the operator disables the target for a while and enables it again: the copy has a gap, the verdict is never a regression (insufficient data until the campaigns' next day, as for a copy that began mid-day) and the spend is compared again after the gap",
 			options: func(o *Options) { o.Dark, o.DarkMultiplier, o.Campaigns = true, 0.25, darkCanaryCampaigns }, run: darkPause},
+		{name: "dark-dispatcher-crash", summary: "the same build runs dark and passes; the dispatcher crashes and starts again, what it read in its last " + crashUncommitted.String() + " uncommitted: it reads back what the target has and copies none of it twice, so spend and status stay equal to live's and are still compared, never a regression; pacing and bids wait for the campaigns' next day (the copy had a gap), and the report says so",
+			options: func(o *Options) { o.Dark, o.DarkMultiplier, o.Campaigns = true, 0.25, darkCanaryCampaigns }, run: darkDispatcherCrash},
 		{name: "dark-canary", summary: "the same build runs dark at multiplier 0.25: the comparator passes it (raw differences within the noise), the dark cluster holds exactly the campaigns the hash chose, nothing of it reaches a live topic or the selection; then the dark target dies: live goes on, the dispatcher counts what it cannot deliver, the verdict turns to insufficient data",
 			options: func(o *Options) { o.Dark, o.DarkMultiplier, o.Campaigns = true, 0.25, darkCanaryCampaigns }, run: darkCanary},
 	}

@@ -136,6 +136,84 @@ func darkPause(r *run) {
 	r.liveUntouched()
 }
 
+// darkDispatcherCrash: the good build passes dark; the dispatcher crashes
+// and starts again with what it read in its last seconds uncommitted
+// (crash-dispatcher). Copied again, those records would count twice in the
+// dark pipeline wherever their window was still open: those campaigns
+// would spend more on dark than on live for the rest of their day, their
+// status no longer comparable. The new dispatcher reads back what the
+// target has and sends none of it again, so spend and status go on being
+// compared, equal. The copy still had a gap (it sends every budget row
+// again), so pacing and bids wait for the campaigns' next day: the verdict
+// becomes insufficient data, with that reason, never a regression.
+func darkDispatcherCrash(r *run) {
+	r.steady("both sides healthy, a dark target running")
+	var rep compare.Report
+	took, ok := r.waitFor(time.Minute, func() bool { rep = r.darkReport(); return rep.Verdict == compare.Pass })
+	r.check("the comparator's verdict is pass", ok, "after %s: %s", took.Round(100*time.Millisecond), darkSummary(rep))
+	if !ok {
+		return
+	}
+	r.sleep(crashUncommitted) // copies on the target for the read-back to find
+	before := darkFieldPoints(r.darkReport())
+	r.inject(FaultSpec{Kind: FaultCrashDispatch})
+	crashed := time.Now()
+	var skipped float64
+	took, ok = r.waitFor(r.window(4), func() bool {
+		skipped, _ = metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_resume_skipped_total", "target", DarkName)
+		return skipped > 0
+	})
+	failed, _ := metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_resume_failures_total", "target", DarkName)
+	r.check("the new dispatcher finds its copies on the target and sends none twice", ok && failed == 0,
+		"%.0f copies found and not sent again, %.0f read-backs failed, %s after the restart", skipped, failed, took.Round(100*time.Millisecond))
+	hold := r.stale() + r.window(3)
+	_, ok = r.holds(hold, func() bool { rep = r.darkReport(); return rep.Verdict != compare.Regression })
+	r.check("never a regression", ok, "for %s after the crash: %s", hold, darkSummary(rep))
+	after := darkFieldPoints(rep)
+	var stopped []string
+	for _, f := range []string{"budget-status status", "budget-status spent_today_micros"} {
+		if after[f] <= before[f] {
+			stopped = append(stopped, fmt.Sprintf("%s %d → %d", f, before[f], after[f]))
+		}
+	}
+	tr := darkTarget(rep)
+	reason := func(text string) bool {
+		return tr != nil && slices.ContainsFunc(tr.Reasons, func(s string) bool { return strings.Contains(s, text) })
+	}
+	// Copied twice, a record whose window is still open makes its
+	// campaign spend more on dark than on live: out of sync for the day.
+	r.check("spend stays equal to live's, and spend and status are still compared",
+		len(stopped) == 0 && fieldVerdict(rep, "budget-status", "status") == compare.Pass && !reason("not in sync"),
+		"points before the crash %v, %s after %v; not compared since: %v; %s", before, time.Since(crashed).Round(100*time.Millisecond), after, stopped, darkSummary(rep))
+	said := reason("copies resumed after a gap")
+	r.check("pacing and bids wait for the next day, and the report says why", rep.Verdict == compare.InsufficientData && said,
+		"%s", darkSummary(rep))
+	r.liveUntouched()
+}
+
+// darkFieldPoints is each field's dark-vs-live points in rep ("output field").
+func darkFieldPoints(rep compare.Report) map[string]int {
+	out := map[string]int{}
+	if tr := darkTarget(rep); tr != nil {
+		for _, f := range tr.Fields {
+			out[f.Output+" "+f.Field] = f.RawPoints
+		}
+	}
+	return out
+}
+
+// fieldVerdict is one field's verdict in rep (zero when absent).
+func fieldVerdict(rep compare.Report, output, field string) compare.Verdict {
+	if tr := darkTarget(rep); tr != nil {
+		for _, f := range tr.Fields {
+			if f.Output == output && f.Field == field {
+				return f.Verdict
+			}
+		}
+	}
+	return 0
+}
+
 // stale is the comparator's stale setting in the sandbox's monitors.
 func (r *run) stale() time.Duration { return r.s.monitorConfig(0).Dark.Stale }
 
