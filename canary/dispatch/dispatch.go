@@ -200,7 +200,7 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 			campaign := string(r.Key)
 			for _, rt := range routes {
 				n := contract.DarkCopies(campaign, rt.f)
-				if n > 0 && !copied[campaign] {
+				if n > 0 {
 					copied[campaign] = true
 				}
 				for k := range n {

@@ -41,20 +41,9 @@ func copyEvent(r *kgo.Record, k int, topic string, src contract.DarkSource) (*kg
 // withSource is the live record's headers and the copy's source (a new
 // slice: the live one points into the fetched batch).
 func withSource(live []kgo.RecordHeader, src contract.DarkSource) []kgo.RecordHeader {
-	if len(live) < len(sourced{}.h) { // the usual case: one allocation
-		s := new(sourced)
-		h := append(s.h[:0], live...)
-		return append(h, kgo.RecordHeader{Key: contract.HeaderDarkSource, Value: contract.AppendDarkSource(s.v[:0], src)})
-	}
 	h := make([]kgo.RecordHeader, len(live), len(live)+1)
 	copy(h, live)
-	return append(h, kgo.RecordHeader{Key: contract.HeaderDarkSource, Value: contract.AppendDarkSource(make([]byte, 0, 48), src)})
-}
-
-// sourced holds a copy's headers and its source's value together.
-type sourced struct {
-	h [4]kgo.RecordHeader
-	v [48]byte // "standby/2147483647/9223372036854775807/16" fits
+	return append(h, kgo.RecordHeader{Key: contract.HeaderDarkSource, Value: contract.AppendDarkSource(nil, src)})
 }
 
 // withoutSource is headers without the copy's source: a constant target's
