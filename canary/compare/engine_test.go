@@ -283,3 +283,19 @@ func fieldOf(t *testing.T, rep Report, output, field string) FieldReport {
 	t.Fatalf("no field %s %s", output, field)
 	return FieldReport{}
 }
+
+// A campaign whose copy resumed after a gap waits for its next day: it
+// counts (and the report says so) while its live status is of the day it
+// resumed on, and no longer once a status of a later day was compared.
+func TestResumedCampaignsCountUntilTheirNextDay(t *testing.T) {
+	ps := newPairState()
+	ps.resumed["c-1"], ps.resumed["c-2"] = "2026-12-01", "2026-12-01"
+	ps.spend["c-1"] = spendMark{dayA: "2026-12-01"}
+	ps.spend["c-2"] = spendMark{dayA: "2026-12-02"}
+	if n := ps.resumedNow(); n != 1 {
+		t.Fatalf("%d campaigns waiting, want 1 (c-1: same day; c-2: its next day began)", n)
+	}
+	if !ps.resumedToday("c-1") || ps.resumedToday("c-2") {
+		t.Fatalf("c-1 must wait, c-2 not: %v", ps.resumed)
+	}
+}

@@ -132,6 +132,18 @@ func (ps *pairState) resumedToday(campaign string) bool {
 	return true
 }
 
+// resumedNow counts the campaigns whose pacing and bids wait for their
+// next day (resumedToday), forgetting those whose day is over.
+func (ps *pairState) resumedNow() int {
+	n := 0
+	for c := range ps.resumed {
+		if ps.resumedToday(c) {
+			n++
+		}
+	}
+	return n
+}
+
 // before reports whether v follows from what a copy may lack: input from
 // before the comparison (re)started (ps.from: a target set again, or back
 // from a silence) or before v's campaign went dark (since: a target started,
