@@ -136,23 +136,7 @@ func (s *Sandbox) runDispatcher() error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := disp.Run(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("sandbox: dark dispatcher stopped", "err", err)
-		}
-	}()
-	stop := func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			s.log.Error("sandbox: dark dispatcher did not stop within 30s")
-		}
-	}
-	s.onStop(stop)
+	stop := s.goRun("dark dispatcher", disp.Run)
 	s.mu.Lock()
 	d.dispatch, d.stopDispatch = disp, stop
 	s.mu.Unlock()

@@ -353,9 +353,10 @@ func (s *Sandbox) shutdown() {
 	}
 }
 
-// goRun runs fn in a goroutine until the sandbox stops; stopping cancels
-// its context and waits for it to return.
-func (s *Sandbox) goRun(name string, fn func(context.Context) error) {
+// goRun runs fn in a goroutine until the sandbox stops, or until the
+// returned function is called; stopping cancels its context and waits for
+// it to return (once: later calls return at once).
+func (s *Sandbox) goRun(name string, fn func(context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
 	done := make(chan struct{})
 	go func() {
@@ -364,7 +365,7 @@ func (s *Sandbox) goRun(name string, fn func(context.Context) error) {
 			s.log.Error("sandbox: "+name+" stopped", "err", err)
 		}
 	}()
-	s.onStop(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		select {
 		case <-done:
@@ -372,6 +373,8 @@ func (s *Sandbox) goRun(name string, fn func(context.Context) error) {
 			s.log.Error("sandbox: " + name + " did not stop within 30s")
 		}
 	})
+	s.onStop(stop)
+	return stop
 }
 
 func (s *Sandbox) startDir(context.Context) error {
