@@ -43,8 +43,8 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "--campaigns must be at least 1")
 	case *events < *campaigns:
 		return usageError(fs, a.stderr, "--events must be at least --campaigns (%d)", *campaigns)
-	case *eventRate != 0 && !(*eventRate >= 1 && *eventRate <= 1e6):
-		return usageError(fs, a.stderr, "--event-rate must be between 1 and 1000000 ad events per second of event time")
+	case *eventRate != 0 && !(*eventRate >= 1 && *eventRate <= pipebench.MaxEventRate):
+		return usageError(fs, a.stderr, "--event-rate must be between 1 and %d ad events per second of event time", pipebench.MaxEventRate)
 	case *partitions < 1 || *partitions > 1000:
 		return usageError(fs, a.stderr, "--partitions must be between 1 and 1000")
 	case *probes < 1:

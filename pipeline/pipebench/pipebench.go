@@ -102,9 +102,9 @@ func (c *Config) validate() error {
 	case c.Campaigns < 1 || c.Events < c.Campaigns:
 		return fmt.Errorf("%w: need at least one campaign and at least as many events as campaigns (campaigns %d, events %d)",
 			ErrInvalidConfig, c.Campaigns, c.Events)
-	case !(c.EventRate >= 1) || c.EventRate > maxSteadyRate:
+	case !(c.EventRate >= 1) || c.EventRate > MaxEventRate:
 		return fmt.Errorf("%w: EventRate must be in [1, %d] ad events per second of event time, got %v",
-			ErrInvalidConfig, maxSteadyRate, c.EventRate)
+			ErrInvalidConfig, MaxEventRate, c.EventRate)
 	case c.Partitions < 1 || c.Probes < 1 || c.SteadyFor < 0:
 		return fmt.Errorf("%w: Partitions and Probes must be positive, SteadyFor not negative", ErrInvalidConfig)
 	case c.SteadyLoad < 0 || c.SteadyLoad > 1:

@@ -57,6 +57,9 @@ type workload struct {
 // fraction of the backlog's throughput), for where the line starts.
 const maxSteadyRate = 1_000_000
 
+// MaxEventRate is the largest Config.EventRate.
+const MaxEventRate = maxSteadyRate
+
 // gap is the event time from the last event before a sentinel to the
 // sentinel: more than a window and its lateness.
 const gap = window + lateness + 5*time.Second
