@@ -251,3 +251,36 @@ func ParseDarkSource(v []byte) (DarkSource, error) {
 	}
 	return DarkSource{Side: side, Partition: int32(p), Offset: off, K: k}, nil
 }
+
+// HeaderDarkRow is the header of every budget row the dispatcher writes to a
+// dark target's budgets topic: why it sent it (DarkRowReason). The
+// comparator needs to know a gap in a campaign's copy from a row sent again
+// for another reason (docs/dark.md, "Replicas").
+const HeaderDarkRow = "hotpair-dark-row"
+
+// DarkRowReason is a HeaderDarkRow value.
+type DarkRowReason string
+
+const (
+	// DarkRowSample: the campaign entered the target's sample (a new
+	// target, a larger multiplier) or a dispatcher replica started. Sent
+	// again unchanged, the row means nothing new: another replica may have
+	// sent it already.
+	DarkRowSample DarkRowReason = "sample"
+	// DarkRowUpdate: the live row changed (or was deleted).
+	DarkRowUpdate DarkRowReason = "update"
+	// DarkRowGap: the campaign's copy had a gap just before: the target
+	// was paused and resumed, or the live partition holding the campaign
+	// was not copied for a while (a dispatcher restart, a crashed
+	// replica whose partitions moved after the group's session timeout).
+	DarkRowGap DarkRowReason = "gap"
+)
+
+// ParseDarkRowReason parses a HeaderDarkRow value.
+func ParseDarkRowReason(v []byte) (DarkRowReason, error) {
+	switch r := DarkRowReason(v); r {
+	case DarkRowSample, DarkRowUpdate, DarkRowGap:
+		return r, nil
+	}
+	return "", fmt.Errorf("contract: dark row reason %q: want sample, update or gap", v)
+}

@@ -123,3 +123,18 @@ func TestDarkSourceRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A row's reason parses back; anything else is an error (the comparator
+// then treats the row as an older dispatcher's).
+func TestDarkRowReason(t *testing.T) {
+	for _, r := range []DarkRowReason{DarkRowSample, DarkRowUpdate, DarkRowGap} {
+		if got, err := ParseDarkRowReason([]byte(r)); err != nil || got != r {
+			t.Fatalf("ParseDarkRowReason(%q) = %q, %v", r, got, err)
+		}
+	}
+	for _, bad := range []string{"", "Gap", "resume", "gap "} {
+		if _, err := ParseDarkRowReason([]byte(bad)); err == nil {
+			t.Fatalf("ParseDarkRowReason(%q) accepted", bad)
+		}
+	}
+}
