@@ -50,7 +50,7 @@ func BenchmarkRound(b *testing.B) {
 	e := NewEngine(DefaultRules())
 	e.SetTargets([]Target{{Name: "cand", Source: contract.Primary}})
 	for i := range benchCampaigns {
-		e.ObserveSampled("cand", fmt.Sprintf("c-%06d", i), []byte("{}"), t0)
+		e.ObserveSampled("cand", fmt.Sprintf("c-%06d", i), []byte("{}"), contract.DarkRowSample, t0)
 	}
 	now := t0
 	feed := func() {

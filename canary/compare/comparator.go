@@ -291,7 +291,13 @@ func (c *Comparator) read(ctx context.Context, src Source, cl kafka.Cluster, t c
 // sampled campaign.
 func (c *Comparator) readSampled(ctx context.Context, target string, cl kafka.Cluster, t contract.Topics) {
 	c.poll(ctx, Dark(target), cl, []string{t.Budgets}, kgo.NewOffset().AtStart(), func(r *kgo.Record, _ time.Time) error {
-		c.engine.ObserveSampled(target, string(r.Key), r.Value, r.Timestamp)
+		var reason contract.DarkRowReason // none: an older dispatcher's row
+		for _, h := range r.Headers {
+			if h.Key == contract.HeaderDarkRow {
+				reason, _ = contract.ParseDarkRowReason(h.Value)
+			}
+		}
+		c.engine.ObserveSampled(target, string(r.Key), r.Value, reason, r.Timestamp)
 		return nil
 	})
 }

@@ -118,12 +118,14 @@ func (e *Engine) ObserveOutput(src Source, output, key string, value []byte, at 
 
 // ObserveSampled takes one record of a dark target's budgets topic: its key
 // is a campaign the dispatcher sent to the target, row its budget row, at at
-// (the record's timestamp); a tombstone (row nil) takes it back. Clones are
-// not kept. A sampled campaign whose outputs live has and the target does
-// not write is missing (docs/dark.md).
-func (e *Engine) ObserveSampled(target, campaign string, row []byte, at time.Time) {
+// (the record's timestamp), why the dispatcher sent it in reason (its
+// contract.HeaderDarkRow; "" without one, from an older dispatcher); a
+// tombstone (row nil) takes it back. Clones are not kept. A sampled
+// campaign whose outputs live has and the target does not write is missing
+// (docs/dark.md).
+func (e *Engine) ObserveSampled(target, campaign string, row []byte, reason contract.DarkRowReason, at time.Time) {
 	if st, ok := e.targets[target]; ok {
-		st.sample(campaign, row, at)
+		st.sample(campaign, row, reason, at)
 	}
 }
 

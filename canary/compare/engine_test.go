@@ -55,7 +55,7 @@ func scenario(t *testing.T, n, updates int, change func(src Source, i int, r out
 // the rows of its budgets topic do.
 func sampleCampaigns(e *Engine, n int, at time.Time) {
 	for i := 0; i < n; i++ {
-		e.ObserveSampled("cand", fmt.Sprintf("c-%03d", i), []byte("{}"), at)
+		e.ObserveSampled("cand", fmt.Sprintf("c-%03d", i), []byte("{}"), contract.DarkRowSample, at)
 	}
 }
 

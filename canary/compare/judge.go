@@ -138,7 +138,7 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 	tr.Reasons = append(tr.Reasons, quietBefore...)
 	tr.Reasons = append(tr.Reasons, uncompared...)
 	if n := st.raw.resumedNow(); n > 0 && (slices.Contains(short, outdiff.Pacing) || slices.Contains(short, outdiff.BidMultipliers)) {
-		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%d sampled campaigns' copies resumed after a gap (a dispatcher restart, a paused target): "+
+		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%d sampled campaigns' copies resumed after a gap (a dispatcher restart, a crashed replica, a paused target): "+
 			"their pacing rate and bid multiplier are compared from their next day (a pacer keeps what the gap changed)", n))
 	}
 	if n := st.unsynced(); n > 0 && len(short) > 0 {

@@ -144,11 +144,11 @@ func fieldValues(t *table, k outputKey) map[string]string {
 func isMissing(d outdiff.Diff) bool { return d.Detail == missingDetail }
 
 // sample records that campaign went dark on the target at at (its latest
-// budget row, row, and its timestamp on the target's budgets topic), or, for
-// a tombstone (row nil),
+// budget row, row, its timestamp on the target's budgets topic, and why the
+// dispatcher sent it), or, for a tombstone (row nil),
 // that it no longer is (a campaign without a budget row included: the
 // dispatcher sends it a tombstone too). Clones are not kept.
-func (st *targetState) sample(campaign string, row []byte, at time.Time) {
+func (st *targetState) sample(campaign string, row []byte, reason contract.DarkRowReason, at time.Time) {
 	if _, k := contract.DarkCampaignOf(campaign); k != 0 {
 		return
 	}
@@ -166,21 +166,26 @@ func (st *targetState) sample(campaign string, row []byte, at time.Time) {
 	delete(st.left, campaign)
 	prev, had := st.rows[campaign]
 	st.rows[campaign] = bytes.Clone(row)
-	if had && bytes.Equal(prev, row) && at.After(st.sampled[campaign]) {
-		// The same row again: the dispatcher started again or resumed
-		// the target, so the copy had a gap. Its copies that followed
-		// may have reached the dark aggregator after it closed their
-		// windows on the idle timeout: late spend, which the pacer counts
-		// in the day's spend but not in its demand. With traffic that does
-		// not follow the dark rate, a pacer keeps such a difference for
-		// the rest of the day, so the campaign's pacing and bids are not
-		// compared until its next day (spend and status are: they do not
-		// depend on when the spend came).
+	same := had && bytes.Equal(prev, row) && at.After(st.sampled[campaign])
+	switch {
+	case same && (reason == contract.DarkRowSample || reason == contract.DarkRowUpdate):
+		// Sent again for no gap: another dispatcher replica started and
+		// sent the rows of every sampled campaign, as the first one did.
+		// The copy goes on: nothing to start afresh.
+		return
+	case had && (reason == contract.DarkRowGap || reason == "" && same):
+		// The copy had a gap (a dispatcher without the header: the same
+		// row again means it started again or resumed the target). Its
+		// copies that followed may have reached the dark aggregator
+		// after it closed their windows: late spend, which the pacer
+		// counts in the day's spend but not in its demand. With traffic
+		// that does not follow the dark rate, a pacer keeps such a
+		// difference for the rest of the day, so the campaign's pacing
+		// and bids are not compared until its next day (spend and status
+		// are: they do not depend on when the spend came).
 		st.raw.resumed[campaign] = campaignDay(row, at)
 	}
-	// The latest row: the dispatcher sends every row again when it resumes
-	// a target it had paused (ZooKeeper unreadable, the document disabled
-	// for less than stale), so the copy may lack what came before it, as
+	// The latest row: after a gap the copy may lack what came before it, as
 	// after a campaign first went dark. A budget changed by an operator
 	// moves it too, and costs the window or two around the change.
 	if last, ok := st.sampled[campaign]; !ok || at.After(last) {

@@ -27,10 +27,12 @@ import (
 //	                           reader replaying a topic); window: their
 //	                           last_window_start is now + D (D < 0)
 //	                           [outputs=O,O] only those outputs
-//	sample campaigns=N [from=I] [daily=N] the dispatcher sends the campaigns
-//	                           to the target (their rows on its budgets
-//	                           topic, daily budget N), now; the same row
-//	                           again is a copy resumed (a dispatcher restart)
+//	sample campaigns=N [from=I] [daily=N] [reason=R] the dispatcher sends
+//	                           the campaigns to the target (their rows on its
+//	                           budgets topic, daily budget N), now, with the
+//	                           header reason R (sample, update, gap; none: an
+//	                           older dispatcher's row, the same row again is
+//	                           then a copy resumed, a dispatcher restart)
 //	unsample campaigns=N [from=I] the dispatcher takes them back (a tombstone)
 //	advance D                  time passes by D (the writes settle), then a round
 //	expect K=V…                verdict=, campaigns=, sampled=, points= (each output's)
@@ -99,13 +101,13 @@ func (s *story) do(line string) {
 		for i := from; i < from+n; i++ {
 			c := fmt.Sprintf("c-%03d", i)
 			row := fmt.Sprintf(`{"v":1,"campaign":%q,"advertiser":"adv","daily_micros":%d,"timezone":"UTC"}`, c, int64(s.num(kv, "daily", 1e9)))
-			s.engine().ObserveSampled("cand", c, []byte(row), s.now)
+			s.engine().ObserveSampled("cand", c, []byte(row), contract.DarkRowReason(kv["reason"]), s.now)
 		}
 	case "unsample": // the dispatcher takes the campaigns back (a tombstone each), now
 		kv := kvs(args)
 		from, n := int(s.num(kv, "from", 0)), int(s.num(kv, "campaigns", 1))
 		for i := from; i < from+n; i++ {
-			s.engine().ObserveSampled("cand", fmt.Sprintf("c-%03d", i), nil, s.now)
+			s.engine().ObserveSampled("cand", fmt.Sprintf("c-%03d", i), nil, contract.DarkRowUpdate, s.now)
 		}
 	case "targets": // the judged targets now, by name (none: every one removed)
 		var ts []Target
