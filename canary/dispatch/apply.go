@@ -91,7 +91,11 @@ func (d *Dispatcher) replan(ctx context.Context, obs map[string]Observed, zkErr 
 			from = 0
 		}
 		if p.Fraction != from {
-			changed = append(changed, sampleChange{s: s, from: from, to: p.Fraction})
+			// A sender that was there while the target was not sent to
+			// (paused, disabled): the copy of what it samples again had a
+			// gap.
+			resumed := !fresh[name] && !old[name].Sending()
+			changed = append(changed, sampleChange{s: s, from: from, to: p.Fraction, gap: resumed})
 		}
 	}
 	d.routes.Store(&routes)
@@ -174,11 +178,13 @@ func (d *Dispatcher) closeSenders(senders map[string]*sender) {
 type sampleChange struct {
 	s        *sender
 	from, to float64
+	gap      bool // the target resumes after a pause: its rows say gap
 }
 
 // sendSampleChanges sends, for every target whose fraction grew, the budget
 // rows of the copies it now samples and did not before (every row for a new
-// or resumed target), and for every target whose fraction shrank, a
+// or resumed target; reason sample, gap for a target that resumes after a
+// pause), and for every target whose fraction shrank, a
 // tombstone for each copy it no longer samples: a campaign leaves the
 // target's budgets topic when it leaves the sample, so the comparator stops
 // judging it (its copy ends in the middle of a window). It holds the table
@@ -192,11 +198,15 @@ func (d *Dispatcher) sendSampleChanges(changed []sampleChange) {
 	defer d.budgetsMu.Unlock()
 	for campaign, row := range d.budgets {
 		for _, c := range changed {
+			reason := contract.DarkRowSample
+			if c.gap {
+				reason = contract.DarkRowGap
+			}
 			for k := contract.DarkCopies(campaign, c.from); k < contract.DarkCopies(campaign, c.to); k++ {
-				c.s.budget([]byte(campaign), row, k)
+				c.s.budget([]byte(campaign), row, k, reason)
 			}
 			for k := contract.DarkCopies(campaign, c.to); k < contract.DarkCopies(campaign, c.from); k++ {
-				c.s.budget([]byte(campaign), nil, k)
+				c.s.budget([]byte(campaign), nil, k, contract.DarkRowUpdate)
 			}
 		}
 	}

@@ -150,7 +150,7 @@ func (s *sender) repeat(r *kgo.Record, gen int, seq uint64, rows budgetRow) {
 	if s.feed.firstUse(clone) {
 		base, k := contract.DarkCampaignOf(clone)
 		if v, ok := rows(base); ok {
-			s.budget([]byte(base), v, k)
+			s.budget([]byte(base), v, k, contract.DarkRowSample)
 		}
 	}
 	s.produce(c)

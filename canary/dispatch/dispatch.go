@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hotpair/hotpair/contract"
@@ -115,8 +116,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.cfg.Start == StartOldest {
 		start = kgo.NewOffset().AtStart()
 	}
-	events, err := kafka.NewClient(d.live(), "hotpair-dark-dispatch",
-		kgo.ConsumerGroup(d.cfg.Group), kgo.ConsumeTopics(d.topics.AdEvents), kgo.ConsumeResetOffset(start),
+	group := []kgo.Opt{kgo.ConsumerGroup(d.cfg.Group), kgo.ConsumeTopics(d.topics.AdEvents), kgo.ConsumeResetOffset(start),
+		kgo.SessionTimeout(d.cfg.GroupSessionTimeout), kgo.HeartbeatInterval(min(3*time.Second, d.cfg.GroupSessionTimeout/3)),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 			d.freshMu.Lock()
 			for _, p := range assigned[d.topics.AdEvents] {
@@ -124,7 +125,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			d.freshMu.Unlock()
 			d.assign.Do(func() { close(d.assigned) })
-		}))
+		})}
+	if d.cfg.GroupInstanceID != "" {
+		group = append(group, kgo.InstanceID(d.cfg.GroupInstanceID))
+	}
+	events, err := kafka.NewClient(d.live(), "hotpair-dark-dispatch", group...)
 	if err != nil {
 		return fmt.Errorf("dispatch: %w", err)
 	}
@@ -195,7 +200,7 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 		if len(routes) == 0 {
 			continue
 		}
-		d.resume(ctx, fs, routes)
+		d.resume(ctx, cl, fs, routes)
 		fs.EachRecord(func(r *kgo.Record) {
 			campaign := string(r.Key)
 			for _, rt := range routes {
@@ -215,13 +220,15 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 // has of the live partitions this poll resumes (their first records since
 // they were assigned), before any of their records is copied. A partition resumed
 // while no target is sent to needs nothing: its records are not copied.
-func (d *Dispatcher) resume(ctx context.Context, fs kgo.Fetches, routes []route) {
+// Of partitions taken over from another replica, it then sends the budget
+// rows of their sampled campaigns again (takeOver).
+func (d *Dispatcher) resume(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, routes []route) {
 	d.freshMu.Lock()
 	if len(d.fresh) == 0 {
 		d.freshMu.Unlock()
 		return
 	}
-	points := map[int32]resumePoint{}
+	points, gaps := map[int32]resumePoint{}, map[int32]bool{}
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		if p.Topic != d.topics.AdEvents || !d.fresh[p.Partition] || len(p.Records) == 0 {
 			return
@@ -229,6 +236,9 @@ func (d *Dispatcher) resume(ctx context.Context, fs kgo.Fetches, routes []route)
 		first := p.Records[0]
 		points[p.Partition] = resumePoint{offset: first.Offset, ts: first.Timestamp}
 		delete(d.fresh, p.Partition)
+		if time.Since(first.Timestamp) >= d.cfg.GapAfter {
+			gaps[p.Partition] = true
+		}
 	})
 	d.freshMu.Unlock()
 	if len(points) == 0 {
@@ -239,6 +249,56 @@ func (d *Dispatcher) resume(ctx context.Context, fs kgo.Fetches, routes []route)
 		wg.Go(func() { rt.s.resume(ctx, d.cfg.Side, points) })
 	}
 	wg.Wait()
+	if len(gaps) > 0 {
+		d.sendGapRows(ctx, cl, gaps, routes)
+	}
+}
+
+// sendGapRows sends again, to every route, the budget rows of the sampled
+// campaigns of live partitions whose copy had a gap: resumed at a record
+// that waited at least Config.GapAfter — after a restart of the only
+// replica, or partitions taken over from a replica that crashed, which the
+// group moved only after its session timeout (a clean handover between
+// replicas resumes at records a rebalance old). The rows carry the reason
+// gap (contract.HeaderDarkRow): the comparator then compares those
+// campaigns afresh from then on, instead of judging the outputs the gap
+// kept the dark pipeline from writing as missing, and their pacing and
+// bids from their next day (a pacer keeps what late copies changed).
+func (d *Dispatcher) sendGapRows(ctx context.Context, cl *kgo.Client, gaps map[int32]bool, routes []route) {
+	parts := slices.Sorted(maps.Keys(gaps))
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	topics, err := kadm.NewClient(cl).ListTopics(lctx, d.topics.AdEvents)
+	if err == nil {
+		err = topics.Error()
+	}
+	if err != nil {
+		d.log.Warn("dispatch: resumed live partitions after a gap in their copy, but cannot list their topic to find their campaigns; "+
+			"their budget rows are not sent again, so the comparator may judge outputs the gap withheld", "partitions", parts, "err", err)
+		return
+	}
+	n := int32(len(topics[d.topics.AdEvents].Partitions))
+	d.budgetsMu.Lock() // held while sending: see sendSampleChanges
+	defer d.budgetsMu.Unlock()
+	campaigns := 0
+	for campaign, row := range d.budgets {
+		if !gaps[kafka.PartitionFor(campaign, n)] {
+			continue
+		}
+		sent := false
+		for _, rt := range routes {
+			for k := range contract.DarkCopies(campaign, rt.f) {
+				rt.s.budget([]byte(campaign), row, k, contract.DarkRowGap)
+				sent = true
+			}
+		}
+		if sent {
+			campaigns++
+		}
+	}
+	d.m.gapPartitions.Add(float64(len(gaps)))
+	d.log.Info("dispatch: resumed live partitions whose copy had a gap; sent their sampled campaigns' budget rows again (reason gap)",
+		"partitions", parts, "campaigns", campaigns, "gap_after", d.cfg.GapAfter)
 }
 
 // leaveWithoutRows sends, for every target whose fraction shrank since the
@@ -256,7 +316,7 @@ func (d *Dispatcher) leaveWithoutRows(last, routes []route, copied map[string]bo
 					continue
 				}
 				for k := contract.DarkCopies(campaign, rt.f); k < contract.DarkCopies(campaign, was.f); k++ {
-					rt.s.budget([]byte(campaign), nil, k)
+					rt.s.budget([]byte(campaign), nil, k, contract.DarkRowUpdate)
 				}
 			}
 		}
@@ -289,7 +349,7 @@ func (d *Dispatcher) consumeBudgets(ctx context.Context, cl *kgo.Client) {
 			}
 			for _, rt := range *d.routes.Load() {
 				for k := range contract.DarkCopies(campaign, rt.f) {
-					rt.s.budget(r.Key, r.Value, k)
+					rt.s.budget(r.Key, r.Value, k, contract.DarkRowUpdate)
 				}
 			}
 		})

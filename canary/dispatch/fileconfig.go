@@ -22,6 +22,14 @@ type FileConfig struct {
 	// Group is the consumer group on the live cluster (default
 	// hotpair-dark-dispatch-<side>).
 	Group string `yaml:"group"`
+	// GroupSessionTimeout: a crashed replica's partitions move to the
+	// others after about this long (default 6s).
+	GroupSessionTimeout time.Duration `yaml:"group_session_timeout"`
+	// GroupInstanceID makes the replica a static group member (default none).
+	GroupInstanceID string `yaml:"group_instance_id"`
+	// GapAfter: a live partition resumed at a record that waited this long
+	// had a gap in its copy (default 3s).
+	GapAfter time.Duration `yaml:"gap_after"`
 	// Start is where a new group starts: newest (default) or oldest.
 	Start   string        `yaml:"start"`
 	Targets TargetsConfig `yaml:"targets"`
@@ -90,6 +98,12 @@ func (c *FileConfig) defaults() {
 	if c.Start == "" {
 		c.Start = "newest"
 	}
+	if c.GroupSessionTimeout == 0 {
+		c.GroupSessionTimeout = DefaultGroupSessionTimeout
+	}
+	if c.GapAfter == 0 {
+		c.GapAfter = DefaultGapAfter
+	}
 	if c.Targets.Buffer == 0 {
 		c.Targets.Buffer = 10_000
 	}
@@ -136,6 +150,15 @@ func (c FileConfig) Validate() error {
 	if contract.IsDarkTopic(c.Live.TopicPrefix + "x") {
 		bad("live.topic_prefix", "%q is a dark prefix: the dispatcher reads a live side", c.Live.TopicPrefix)
 	}
+	if c.GroupSessionTimeout < 100*time.Millisecond || c.GroupSessionTimeout > 5*time.Minute {
+		bad("group_session_timeout", "must be between 100ms and 5m (e.g. 6s; brokers refuse less than their group.min.session.timeout.ms), got %s", c.GroupSessionTimeout)
+	}
+	if c.GapAfter < 100*time.Millisecond || c.GapAfter > 5*time.Minute {
+		bad("gap_after", "must be between 100ms and 5m (e.g. 3s, under the dark pipeline's aggregator lateness), got %s", c.GapAfter)
+	}
+	if strings.ContainsAny(c.GroupInstanceID, " \t\n") {
+		bad("group_instance_id", "%q must not contain spaces (e.g. the pod's name)", c.GroupInstanceID)
+	}
 	if c.Start != "newest" && c.Start != "oldest" {
 		bad("start", "is %q: want newest (copy from now on) or oldest (what the topic retains first)", c.Start)
 	}
@@ -173,6 +196,7 @@ func (c FileConfig) Config() (Config, error) {
 	}
 	out := Config{ZK: c.ZK.Servers, ZKRoot: c.ZK.Root, ZKSessionTimeout: c.ZK.SessionTimeout, Side: side,
 		Cluster: c.Live.Cluster, TopicPrefix: c.Live.TopicPrefix, Group: c.Group, Start: StartNewest,
+		GroupSessionTimeout: c.GroupSessionTimeout, GroupInstanceID: c.GroupInstanceID, GapAfter: c.GapAfter,
 		Buffer: c.Targets.Buffer, DeliveryTimeout: c.Targets.DeliveryTimeout}
 	if c.Start == "oldest" {
 		out.Start = StartOldest

@@ -19,7 +19,8 @@ func TestGoodConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Side != contract.Primary || cfg.Buffer != 10000 || cfg.DeliveryTimeout != 30*time.Second || cfg.Start != dispatch.StartNewest ||
-		cfg.ZKRoot != "/hotpair" || len(cfg.LiveBrokers) != 1 || c.HTTP.Listen != "127.0.0.1:9490" {
+		cfg.ZKRoot != "/hotpair" || len(cfg.LiveBrokers) != 1 || c.HTTP.Listen != "127.0.0.1:9490" ||
+		cfg.GroupSessionTimeout != 8*time.Second || cfg.GroupInstanceID != "dispatch-0" {
 		t.Fatalf("config: %+v", cfg)
 	}
 	if _, err := dispatch.New(cfg); err != nil {
@@ -29,7 +30,7 @@ func TestGoodConfig(t *testing.T) {
 
 // Every rejected config names its key and the fix.
 func TestBadConfigs(t *testing.T) {
-	yamlconftest.CheckBadConfigs(t, "testdata/bad-*.yml", 18, func(path string) error {
+	yamlconftest.CheckBadConfigs(t, "testdata/bad-*.yml", 20, func(path string) error {
 		c, err := dispatch.LoadFileConfig(path)
 		if err != nil {
 			return err

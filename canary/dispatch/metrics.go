@@ -30,6 +30,8 @@ type metrics struct {
 	targets  prometheus.Gauge
 	// resumeSkipped and resumeFailed: see sender.resume.
 	resumeSkipped, resumeFailed *prometheus.CounterVec // target
+	// gapPartitions: see Dispatcher.sendGapRows.
+	gapPartitions prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -61,6 +63,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Copies not sent because the dark target already had them: live records after the group's committed offset, copied before a restart or a rebalance."}, []string{"target"}),
 		resumeFailed: f.NewCounterVec(prometheus.CounterOpts{Name: "hotpair_dark_dispatch_resume_failures_total",
 			Help: "Resumed live partitions for which the dispatcher could not read back what the dark target had (its copies after the committed offset may be sent twice)."}, []string{"target"}),
+		gapPartitions: f.NewCounter(prometheus.CounterOpts{Name: "hotpair_dark_dispatch_gap_partitions_total",
+			Help: "Live partitions resumed at a record that had waited at least gap_after (a restart, a crashed replica's partitions taken over): their sampled campaigns' budget rows were sent again with reason gap."}),
 	}
 }
 

@@ -50,6 +50,24 @@ type Config struct {
 	Group string
 	// Start is where a new group starts (default StartNewest).
 	Start StartAt
+	// GroupSessionTimeout is how long the group waits for a replica that
+	// went silent (a crashed process) before its partitions move to the
+	// others (default 6s, Kafka's default minimum). Until then, its
+	// partitions are not copied: keep it well under the comparator's
+	// missing grace (docs/dark.md).
+	GroupSessionTimeout time.Duration
+	// GroupInstanceID makes the replica a static member of the group
+	// (Kafka's group.instance.id, e.g. a StatefulSet pod's name): a
+	// restart within the session timeout keeps its partitions without a
+	// rebalance, and a clean stop does not leave the group. Default none.
+	GroupInstanceID string
+	// GapAfter: a live partition resumed (at a start, a rebalance) at a
+	// record that waited at least this long had a gap in its copy; the
+	// budget rows of its sampled campaigns are sent again with reason gap
+	// (default 3s, half the default session timeout: a crashed replica's
+	// partitions resume after at least the session timeout, a clean
+	// handover's after a rebalance).
+	GapAfter time.Duration
 
 	// TargetAuth is the TLS and SASL of every dark target's brokers (nil:
 	// plaintext).
@@ -61,6 +79,14 @@ type Config struct {
 	// counts as dropped (default 30s).
 	DeliveryTimeout time.Duration
 }
+
+// DefaultGroupSessionTimeout is Config.GroupSessionTimeout's default:
+// Kafka's default group.min.session.timeout.ms (a shorter one needs brokers
+// configured for it).
+const DefaultGroupSessionTimeout = 6 * time.Second
+
+// DefaultGapAfter is Config.GapAfter's default.
+const DefaultGapAfter = 3 * time.Second
 
 func (c *Config) defaults() {
 	if c.ZKSessionTimeout == 0 {
@@ -74,6 +100,12 @@ func (c *Config) defaults() {
 	}
 	if c.Start == 0 {
 		c.Start = StartNewest
+	}
+	if c.GroupSessionTimeout == 0 {
+		c.GroupSessionTimeout = DefaultGroupSessionTimeout
+	}
+	if c.GapAfter == 0 {
+		c.GapAfter = DefaultGapAfter
 	}
 	if c.Buffer == 0 {
 		c.Buffer = 10_000
@@ -98,6 +130,10 @@ func (c Config) validate() error {
 		return bad("Config.TopicPrefix %q is a dark prefix: the dispatcher reads a live side", c.TopicPrefix)
 	case c.Buffer < 0:
 		return bad("Config.Buffer must not be negative")
+	case c.GroupSessionTimeout < 0 || c.GroupSessionTimeout > 5*time.Minute:
+		return bad("Config.GroupSessionTimeout must be between 0 (the default, %s) and 5m", DefaultGroupSessionTimeout)
+	case c.GapAfter < 0:
+		return bad("Config.GapAfter must not be negative (0: the default, %s)", DefaultGapAfter)
 	case c.DeliveryTimeout < 0:
 		return bad("Config.DeliveryTimeout must not be negative")
 	}

@@ -93,16 +93,17 @@ func encodeEvent(e contract.AdEvent, topic string, h []kgo.RecordHeader, ts time
 // copyBudget returns copy k of a budgets row (key and value as read from
 // the live table; a nil value is a tombstone) for topic: copy 0 unchanged,
 // clone k ≥ 1 the same row for campaign DarkCloneID(campaign, k).
-func copyBudget(key, value []byte, k int, topic string) (*kgo.Record, error) {
+func copyBudget(key, value []byte, k int, topic string, reason contract.DarkRowReason) (*kgo.Record, error) {
+	h := []kgo.RecordHeader{{Key: contract.HeaderDarkRow, Value: []byte(reason)}}
 	if k == 0 {
-		return &kgo.Record{Topic: topic, Key: key, Value: value}, nil
+		return &kgo.Record{Topic: topic, Key: key, Value: value, Headers: h}, nil
 	}
 	clone := contract.DarkCloneID(string(key), k)
 	if len(clone) > maxID {
 		return nil, fmt.Errorf("%w: campaign %q", ErrCloneID, clone)
 	}
 	if value == nil {
-		return &kgo.Record{Topic: topic, Key: []byte(clone)}, nil
+		return &kgo.Record{Topic: topic, Key: []byte(clone), Headers: h}, nil
 	}
 	b, err := contract.DecodeBudget(value)
 	if err != nil {
@@ -113,5 +114,5 @@ func copyBudget(key, value []byte, k int, topic string) (*kgo.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kgo.Record{Topic: topic, Key: []byte(clone), Value: v}, nil
+	return &kgo.Record{Topic: topic, Key: []byte(clone), Value: v, Headers: h}, nil
 }

@@ -84,16 +84,19 @@ func TestCloneRewritesCampaignAndEventID(t *testing.T) {
 
 func TestCloneBudget(t *testing.T) {
 	row, _ := contract.Encode(contract.Budget{V: 1, Campaign: "camp-7", Advertiser: "adv", DailyMicros: 9000, Timezone: "UTC"})
-	c, err := copyBudget([]byte("camp-7"), row, 2, "dark.x.budgets")
+	c, err := copyBudget([]byte("camp-7"), row, 2, "dark.x.budgets", contract.DarkRowGap)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(c.Headers) != 1 || c.Headers[0].Key != contract.HeaderDarkRow || string(c.Headers[0].Value) != "gap" {
+		t.Fatalf("a row's headers %+v, want %s: gap (why it was sent)", c.Headers, contract.HeaderDarkRow)
 	}
 	b, err := contract.DecodeBudget(c.Value)
 	if err != nil || b.Campaign != "camp-7~dark2" || string(c.Key) != b.Campaign || b.DailyMicros != 9000 {
 		t.Fatalf("clone budget: %v %+v key %q", err, b, c.Key)
 	}
-	tomb, err := copyBudget([]byte("camp-7"), nil, 1, "dark.x.budgets")
-	if err != nil || tomb.Value != nil || string(tomb.Key) != "camp-7~dark1" {
+	tomb, err := copyBudget([]byte("camp-7"), nil, 1, "dark.x.budgets", contract.DarkRowUpdate)
+	if err != nil || tomb.Value != nil || string(tomb.Key) != "camp-7~dark1" || string(tomb.Headers[0].Value) != "update" {
 		t.Fatalf("clone tombstone: %v %+v", err, tomb)
 	}
 }

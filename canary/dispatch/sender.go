@@ -148,9 +148,9 @@ func (s *sender) event(r *kgo.Record, k int) {
 	s.produce(c)
 }
 
-// budget sends copy k of a budgets row.
-func (s *sender) budget(key, value []byte, k int) {
-	c, err := copyBudget(key, value, k, s.topics.budgets)
+// budget sends copy k of a budgets row, sent for reason.
+func (s *sender) budget(key, value []byte, k int, reason contract.DarkRowReason) {
+	c, err := copyBudget(key, value, k, s.topics.budgets, reason)
 	if err != nil {
 		s.drop(err)
 		return
