@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -41,6 +42,14 @@ type darkRun struct {
 	dispatch *dispatch.Dispatcher
 	// stopDispatch stops the dispatcher cleanly and waits (idempotent).
 	stopDispatch func()
+	// replicas are the other dispatcher replicas (Options.DarkDispatchers).
+	replicas []dispatcherReplica
+}
+
+// dispatcherReplica is a dispatcher replica beyond the first.
+type dispatcherReplica struct {
+	id   string // its group instance id, also its metrics' replica label
+	stop func()
 }
 
 // darkDispatchGroup is the sandbox dispatcher's consumer group on the
@@ -126,21 +135,89 @@ func (s *Sandbox) startDispatcher() error {
 
 // runDispatcher starts a dispatcher process's worth: a new Dispatcher, its
 // metrics in a registry of their own (a restarted one counts from zero).
+// With Options.DarkDispatchers above one it also starts the other replicas
+// (the first time only), each a static member of the group whose series
+// carry a replica label.
 func (s *Sandbox) runDispatcher() error {
 	d := s.dark
-	primary := s.clusters[contract.Primary.String()]
-	disp, err := dispatch.New(dispatch.Config{ZK: []string{s.zkAddr}, ZKRoot: s.opts.ZKRoot, ZKSessionTimeout: s.opts.Timing.ZKSession,
-		Side: contract.Primary, LiveBrokers: primary.brokers(), LiveAuth: s.kafkaAuth(), TargetAuth: s.kafkaAuth(),
-		Group: darkDispatchGroup, Start: dispatch.StartOldest, DeliveryTimeout: darkDeliveryTimeout(s.opts.Timing)},
-		dispatch.WithLogger(s.log), dispatch.WithRegisterer(s.regs.add("dark-dispatch")))
+	replicas := s.opts.DarkDispatchers
+	disp, err := s.newDispatcher(replicaID(1, replicas))
 	if err != nil {
 		return err
 	}
 	stop := s.goRun("dark dispatcher", disp.Run)
 	s.mu.Lock()
 	d.dispatch, d.stopDispatch = disp, stop
+	started := len(d.replicas) > 0
 	s.mu.Unlock()
+	for i := 2; i <= replicas && !started; i++ {
+		id := replicaID(i, replicas)
+		r, err := s.newDispatcher(id)
+		if err != nil {
+			return err
+		}
+		stop := s.goRun("dark dispatcher "+id, r.Run)
+		s.mu.Lock()
+		d.replicas = append(d.replicas, dispatcherReplica{id: id, stop: stop})
+		s.mu.Unlock()
+	}
 	return nil
+}
+
+// replicaID is dispatcher replica i's group instance id, none when it is
+// the only one.
+func replicaID(i, replicas int) string {
+	if replicas <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("sandbox-dispatch-%d", i)
+}
+
+// dispatcherSessionTimeout is the group session timeout of the sandbox's
+// dispatcher replicas when there are several: twice the aggregator's
+// lateness, at least 1 s. As production's default 6 s is longer than the
+// default 5 s lateness, the copies a crashed replica's partitions resume
+// with come late to the dark aggregator, whose clock the other replica's
+// copies moved on; and it stays within the comparator's missing grace
+// (docs/dark.md, "Replicas").
+func dispatcherSessionTimeout(t Timing) time.Duration {
+	return max(time.Second, 2*t.AggLateness)
+}
+
+func (s *Sandbox) newDispatcher(id string) (*dispatch.Dispatcher, error) {
+	primary := s.clusters[contract.Primary.String()]
+	c := dispatch.Config{ZK: []string{s.zkAddr}, ZKRoot: s.opts.ZKRoot, ZKSessionTimeout: s.opts.Timing.ZKSession,
+		Side: contract.Primary, LiveBrokers: primary.brokers(), LiveAuth: s.kafkaAuth(), TargetAuth: s.kafkaAuth(),
+		Group: darkDispatchGroup, Start: dispatch.StartOldest, DeliveryTimeout: darkDeliveryTimeout(s.opts.Timing),
+		GapAfter: dispatcherSessionTimeout(s.opts.Timing) / 2}
+	log, name := s.log, "dark-dispatch"
+	var reg prometheus.Registerer = s.regs.add(name)
+	if id != "" {
+		c.GroupInstanceID, c.GroupSessionTimeout = id, dispatcherSessionTimeout(s.opts.Timing)
+		log, name = log.With("replica", id), name+" "+id
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"replica": id}, s.regs.add(name))
+	}
+	return dispatch.New(c, dispatch.WithLogger(log), dispatch.WithRegisterer(reg))
+}
+
+// crashDispatcherReplica kills the last dispatcher replica as a crash
+// does: it stops without leaving the group (a static member), so its
+// partitions are not copied until the group's session timeout moves them
+// to the other replicas. It returns that replica's id.
+func (s *Sandbox) crashDispatcherReplica() (string, error) {
+	s.mu.Lock()
+	d := s.dark
+	var r dispatcherReplica
+	if d != nil && len(d.replicas) > 0 {
+		r = d.replicas[len(d.replicas)-1]
+		d.replicas = d.replicas[:len(d.replicas)-1]
+	}
+	s.mu.Unlock()
+	if r.stop == nil {
+		return "", fmt.Errorf("%w: crash-dispatcher-replica needs a dark target with two dispatcher replicas or more, one of them not crashed yet", ErrBadFault)
+	}
+	r.stop()
+	return r.id, nil
 }
 
 // crashDispatcher stops the dispatcher and starts a new one as after a

@@ -15,21 +15,22 @@ import (
 
 // Fault kinds.
 const (
-	FaultStall         = "stall"               // a stage on a side stops consuming
-	FaultLag           = "lag"                 // a side's records arrive late by Lag
-	FaultCutIngest     = "cut-ingest"          // the load generator's link to a side is down
-	FaultStopCluster   = "stop-cluster"        // a side's Kafka cluster goes away
-	FaultFlap          = "flap"                // a stage alternates stalled/healthy every Period
-	FaultStopZK        = "stop-zk"             // ZooKeeper goes away
-	FaultWipeZK        = "wipe-zk"             // ZooKeeper restarts empty, as an ensemble rebuilt after losing its disks
-	FaultKillLeader    = "kill-monitor-leader" // the leading monitor replica crashes
-	FaultKillInstance  = "kill-instance"       // a stage's instance dies abruptly and restarts
-	FaultDeploy        = "deploy"              // a side's pipelines restart on a new build label
-	FaultSlow          = "slow"                // a stage processes at most Rate records/s
-	FaultTraffic       = "traffic"             // upstream traffic changes Factor times (a surge or a drop)
-	FaultRestartMons   = "restart-monitors"    // both monitor replicas stop and start again, their memory gone
-	FaultStopDark      = "stop-dark"           // the dark target's Kafka cluster goes away (with a dark target)
-	FaultCrashDispatch = "crash-dispatcher"    // the dark dispatcher dies and starts again, its last seconds' reads uncommitted
+	FaultStall         = "stall"                    // a stage on a side stops consuming
+	FaultLag           = "lag"                      // a side's records arrive late by Lag
+	FaultCutIngest     = "cut-ingest"               // the load generator's link to a side is down
+	FaultStopCluster   = "stop-cluster"             // a side's Kafka cluster goes away
+	FaultFlap          = "flap"                     // a stage alternates stalled/healthy every Period
+	FaultStopZK        = "stop-zk"                  // ZooKeeper goes away
+	FaultWipeZK        = "wipe-zk"                  // ZooKeeper restarts empty, as an ensemble rebuilt after losing its disks
+	FaultKillLeader    = "kill-monitor-leader"      // the leading monitor replica crashes
+	FaultKillInstance  = "kill-instance"            // a stage's instance dies abruptly and restarts
+	FaultDeploy        = "deploy"                   // a side's pipelines restart on a new build label
+	FaultSlow          = "slow"                     // a stage processes at most Rate records/s
+	FaultTraffic       = "traffic"                  // upstream traffic changes Factor times (a surge or a drop)
+	FaultRestartMons   = "restart-monitors"         // both monitor replicas stop and start again, their memory gone
+	FaultStopDark      = "stop-dark"                // the dark target's Kafka cluster goes away (with a dark target)
+	FaultCrashDispatch = "crash-dispatcher"         // the dark dispatcher dies and starts again, its last seconds' reads uncommitted
+	FaultCrashReplica  = "crash-dispatcher-replica" // one of several dark dispatcher replicas dies; the others take its partitions after the session timeout
 )
 
 // crashUncommitted is how much of what the dispatcher read before a
@@ -40,7 +41,7 @@ const crashUncommitted = 10 * time.Second
 // FaultKinds lists every kind.
 func FaultKinds() []string {
 	return []string{FaultStall, FaultLag, FaultCutIngest, FaultStopCluster, FaultFlap, FaultStopZK, FaultWipeZK, FaultKillLeader,
-		FaultKillInstance, FaultDeploy, FaultSlow, FaultTraffic, FaultRestartMons, FaultStopDark, FaultCrashDispatch}
+		FaultKillInstance, FaultDeploy, FaultSlow, FaultTraffic, FaultRestartMons, FaultStopDark, FaultCrashDispatch, FaultCrashReplica}
 }
 
 // FaultSpec is what to inject. Durations are Go duration strings ("30s").
@@ -339,6 +340,13 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 		}
 		f.Detail = fmt.Sprintf("the dispatcher stopped; its group's offsets went back by what it read in the last %s (up to %d records "+
 			"a partition), as after a crash between two commits; a new one started", crashUncommitted, n)
+	case FaultCrashReplica:
+		id, err := s.crashDispatcherReplica()
+		if err != nil {
+			return err
+		}
+		f.Detail = fmt.Sprintf("dispatcher replica %s died without leaving its group; its partitions are not copied until the group's session timeout (%s) moves them to the others",
+			id, dispatcherSessionTimeout(s.opts.Timing))
 	case FaultRestartMons:
 		if err := s.monitors.restartAll(); err != nil {
 			return err

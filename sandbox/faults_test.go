@@ -30,6 +30,9 @@ func TestFlapThatCannotPauseIsRefused(t *testing.T) {
 	if _, err := s.Inject(FaultSpec{Kind: FaultCrashDispatch}); !errors.Is(err, ErrBadFault) {
 		t.Fatalf("crash-dispatcher without a dark target: %v, want ErrBadFault", err)
 	}
+	if _, err := s.Inject(FaultSpec{Kind: FaultCrashReplica}); !errors.Is(err, ErrBadFault) {
+		t.Fatalf("crash-dispatcher-replica without dispatcher replicas: %v, want ErrBadFault", err)
+	}
 	if f := s.Faults(); len(f) != 0 {
 		t.Fatalf("a fault that did not happen is listed: %+v", f)
 	}

@@ -123,6 +123,11 @@ type Options struct {
 	// DarkMultiplier is the relative multiplier of the dark target's copy
 	// of live traffic (default 0.25).
 	DarkMultiplier float64
+	// DarkDispatchers is how many dispatcher replicas copy the primary's
+	// input to the dark target, in one consumer group (default 1). With
+	// more than one, each is a static group member with a session timeout
+	// of dispatcherSessionTimeout, and crash-dispatcher-replica can kill one.
+	DarkDispatchers int
 
 	// Injected dependencies.
 	Logger *slog.Logger
@@ -161,6 +166,9 @@ func (o *Options) applyDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.DarkDispatchers == 0 {
+		o.DarkDispatchers = 1
 	}
 	if o.DarkMultiplier == 0 {
 		o.DarkMultiplier = 0.25
@@ -415,6 +423,9 @@ func (s *Sandbox) startClusters(context.Context) error {
 		}
 		opts = sec.ClusterOpts()
 	}
+	// Several dispatcher replicas use a session timeout scaled to the
+	// lateness (dispatcherSessionTimeout), below Kafka's default minimum.
+	opts = append(opts, kfake.GroupMinSessionTimeout(time.Second))
 	names := []string{contract.Primary.String(), contract.Standby.String()}
 	if s.opts.Dark {
 		names = append(names, darkCluster)

@@ -32,6 +32,7 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	dark := fs.Bool("dark", false, "also run a dark target: a third Kafka cluster and a dark pipeline (role dark, name "+sandbox.DarkName+") as a separate process")
 	darkBinary := fs.String("dark-binary", "", "with --dark: the hotpair binary of the dark pipeline, a candidate build (default: this binary)")
 	darkMultiplier := fs.Float64("dark-multiplier", 0.25, "with --dark: the relative multiplier of the dark copy of live traffic")
+	darkDispatchers := fs.Int("dark-dispatchers", 1, "with --dark: dispatcher replicas sharing the copy of the primary's input (fault crash-dispatcher-replica kills one)")
 	saveHistory := fs.String("save-history", "", "with --scenario: at its end, write the health samples of both clusters to this JSON-lines file for hotpair monitor simulate")
 	if code, done := parseNoArgs(a, fs, args); done {
 		return code
@@ -45,6 +46,9 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	if (*darkBinary != "" || *darkMultiplier != 0.25) && !*dark {
 		return usageError(fs, a.stderr, "--dark-binary and --dark-multiplier need --dark")
 	}
+	if *darkDispatchers < 1 || *darkDispatchers > 8 {
+		return usageError(fs, a.stderr, "--dark-dispatchers must be between 1 and 8")
+	}
 	if *darkMultiplier <= 0 || *darkMultiplier > 10 {
 		return usageError(fs, a.stderr, "--dark-multiplier must be in (0, 10]")
 	}
@@ -53,7 +57,7 @@ func runSandbox(ctx context.Context, a *app, args []string) int {
 	}
 	opts := sandbox.Options{ZK: *zk, ZKRoot: *zkRoot, HTTP: *httpAddr, Campaigns: *campaigns, QPS: *qps, Day: *day,
 		Insecure: *insecure, SaveHistory: *saveHistory, Instances: *instances, Partitions: int32(*partitions), Logger: a.logger,
-		Dark: *dark, DarkBinary: *darkBinary, DarkMultiplier: *darkMultiplier}
+		Dark: *dark, DarkBinary: *darkBinary, DarkMultiplier: *darkMultiplier, DarkDispatchers: *darkDispatchers}
 	if *scenario != "" {
 		return runScenario(ctx, a, fs, *scenario, opts, *asJSON, *addrFile)
 	}
