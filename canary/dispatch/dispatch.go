@@ -220,8 +220,8 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 // has of the live partitions this poll resumes (their first records since
 // they were assigned), before any of their records is copied. A partition resumed
 // while no target is sent to needs nothing: its records are not copied.
-// Of partitions taken over from another replica, it then sends the budget
-// rows of their sampled campaigns again (takeOver).
+// Of the partitions it resumes at a record that waited Config.GapAfter, it
+// then sends the budget rows of their sampled campaigns again (sendGapRows).
 func (d *Dispatcher) resume(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, routes []route) {
 	d.freshMu.Lock()
 	if len(d.fresh) == 0 {
