@@ -166,16 +166,7 @@ func darkDispatcherCrash(r *run) {
 	failed, _ := metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_resume_failures_total", "target", DarkName)
 	r.check("the new dispatcher finds its copies on the target and sends none twice", ok && failed == 0,
 		"%.0f copies found and not sent again, %.0f read-backs failed, %s after the restart", skipped, failed, took.Round(100*time.Millisecond))
-	hold := r.stale() + r.window(3)
-	_, ok = r.holds(hold, func() bool { rep = r.darkReport(); return rep.Verdict != compare.Regression })
-	r.check("never a regression", ok, "for %s after the crash: %s", hold, darkSummary(rep))
-	after := darkFieldPoints(rep)
-	var stopped []string
-	for _, f := range []string{"budget-status status", "budget-status spent_today_micros"} {
-		if after[f] <= before[f] {
-			stopped = append(stopped, fmt.Sprintf("%s %d → %d", f, before[f], after[f]))
-		}
-	}
+	rep, after, stopped := r.neverARegressionAfterCrash(before)
 	tr := darkTarget(rep)
 	reason := func(text string) bool {
 		return tr != nil && slices.ContainsFunc(tr.Reasons, func(s string) bool { return strings.Contains(s, text) })
@@ -223,16 +214,7 @@ func darkReplicaCrash(r *run) {
 	})
 	r.check("the other replica takes the crashed one's partitions over and sends their rows again", ok,
 		"%s resumed %.0f partitions after a gap, %s after the crash", survivor, gaps, took.Round(100*time.Millisecond))
-	hold := r.stale() + r.window(3)
-	_, ok = r.holds(hold, func() bool { rep = r.darkReport(); return rep.Verdict != compare.Regression })
-	r.check("never a regression", ok, "for %s after the crash: %s", hold, darkSummary(rep))
-	after := darkFieldPoints(rep)
-	var stopped []string
-	for _, f := range []string{"budget-status status", "budget-status spent_today_micros"} {
-		if after[f] <= before[f] {
-			stopped = append(stopped, fmt.Sprintf("%s %d → %d", f, before[f], after[f]))
-		}
-	}
+	rep, after, stopped := r.neverARegressionAfterCrash(before)
 	r.check("spend and status are still compared, equal", len(stopped) == 0 && fieldVerdict(rep, "budget-status", "status") == compare.Pass,
 		"points before the crash %v, after %v; not compared since: %v; %s", before, after, stopped, darkSummary(rep))
 	// Only the crashed replica's campaigns had a gap: the others' pacing
@@ -241,6 +223,23 @@ func darkReplicaCrash(r *run) {
 		after["pacing rate"] > before["pacing rate"] && after["bid-multipliers multiplier"] > before["bid-multipliers multiplier"],
 		"points before the crash %v, after %v: %s", before, after, darkSummary(rep))
 	r.liveUntouched()
+}
+
+// neverARegressionAfterCrash checks that the dark verdict is never a
+// regression for stale and three windows after a crash, and returns the
+// last report, its points per field, and which of status and spend were
+// not compared since before (their points before the crash).
+func (r *run) neverARegressionAfterCrash(before map[string]int) (rep compare.Report, after map[string]int, stopped []string) {
+	hold := r.stale() + r.window(3)
+	_, ok := r.holds(hold, func() bool { rep = r.darkReport(); return rep.Verdict != compare.Regression })
+	r.check("never a regression", ok, "for %s after the crash: %s", hold, darkSummary(rep))
+	after = darkFieldPoints(rep)
+	for _, f := range []string{"budget-status status", "budget-status spent_today_micros"} {
+		if after[f] <= before[f] {
+			stopped = append(stopped, fmt.Sprintf("%s %d → %d", f, before[f], after[f]))
+		}
+	}
+	return rep, after, stopped
 }
 
 // darkFieldPoints is each field's dark-vs-live points in rep ("output field").

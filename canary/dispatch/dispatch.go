@@ -46,6 +46,9 @@ type Dispatcher struct {
 
 	freshMu sync.Mutex
 	fresh   map[int32]bool // live partitions assigned and not yet resumed
+	// gapped are the partitions resumed after a gap whose copy has not
+	// caught up yet (see caughtUp); the events consumer alone touches it.
+	gapped map[int32]bool
 
 	budgetsMu sync.Mutex
 	budgets   map[string][]byte // the live budgets table: campaign -> row
@@ -73,7 +76,7 @@ func New(c Config, opts ...Option) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{cfg: c, log: o.logger.With("component", "dark-dispatch", "side", c.Side.String()), m: newMetrics(o.reg),
 		topics: contract.TopicsWithPrefix(c.TopicPrefix), retry: o.retry, assigned: make(chan struct{}),
-		planned: make(chan struct{}), fresh: map[int32]bool{},
+		planned: make(chan struct{}), fresh: map[int32]bool{}, gapped: map[int32]bool{},
 		budgets: map[string][]byte{}, plans: map[string]Plan{}}
 	d.routes.Store(&[]route{})
 	return d, nil
@@ -200,7 +203,7 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 		if len(routes) == 0 {
 			continue
 		}
-		d.resume(ctx, cl, fs, routes)
+		d.resume(ctx, fs, routes)
 		fs.EachRecord(func(r *kgo.Record) {
 			campaign := string(r.Key)
 			for _, rt := range routes {
@@ -213,6 +216,7 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 				}
 			}
 		})
+		d.caughtUp(ctx, cl, fs, routes)
 	}
 }
 
@@ -220,15 +224,15 @@ func (d *Dispatcher) consumeEvents(ctx context.Context, cl *kgo.Client) {
 // has of the live partitions this poll resumes (their first records since
 // they were assigned), before any of their records is copied. A partition resumed
 // while no target is sent to needs nothing: its records are not copied.
-// Of the partitions it resumes at a record that waited Config.GapAfter, it
-// then sends the budget rows of their sampled campaigns again (sendGapRows).
-func (d *Dispatcher) resume(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, routes []route) {
+// The partitions it resumes at a record that waited Config.GapAfter had a
+// gap in their copy: see caughtUp.
+func (d *Dispatcher) resume(ctx context.Context, fs kgo.Fetches, routes []route) {
 	d.freshMu.Lock()
 	if len(d.fresh) == 0 {
 		d.freshMu.Unlock()
 		return
 	}
-	points, gaps := map[int32]resumePoint{}, map[int32]bool{}
+	points := map[int32]resumePoint{}
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		if p.Topic != d.topics.AdEvents || !d.fresh[p.Partition] || len(p.Records) == 0 {
 			return
@@ -237,7 +241,9 @@ func (d *Dispatcher) resume(ctx context.Context, cl *kgo.Client, fs kgo.Fetches,
 		points[p.Partition] = resumePoint{offset: first.Offset, ts: first.Timestamp}
 		delete(d.fresh, p.Partition)
 		if time.Since(first.Timestamp) >= d.cfg.GapAfter {
-			gaps[p.Partition] = true
+			d.gapped[p.Partition] = true
+		} else {
+			delete(d.gapped, p.Partition)
 		}
 	})
 	d.freshMu.Unlock()
@@ -249,8 +255,32 @@ func (d *Dispatcher) resume(ctx context.Context, cl *kgo.Client, fs kgo.Fetches,
 		wg.Go(func() { rt.s.resume(ctx, d.cfg.Side, points) })
 	}
 	wg.Wait()
-	if len(gaps) > 0 {
-		d.sendGapRows(ctx, cl, gaps, routes)
+}
+
+// caughtUp sends the gap rows (sendGapRows) of the partitions resumed after
+// a gap whose copy has caught up in this poll: its newest record waited
+// less than Config.GapAfter, or is the partition's last. Sent then, after
+// the copies of the backlog, the rows tell the comparator from when the
+// copy is whole again: the backlog's copies came late to the dark
+// aggregator (late spend of earlier windows), and the windows after the
+// rows get their copies in time.
+func (d *Dispatcher) caughtUp(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, routes []route) {
+	if len(d.gapped) == 0 {
+		return
+	}
+	ready := map[int32]bool{}
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Topic != d.topics.AdEvents || !d.gapped[p.Partition] || len(p.Records) == 0 {
+			return
+		}
+		last := p.Records[len(p.Records)-1]
+		if time.Since(last.Timestamp) < d.cfg.GapAfter || last.Offset+1 >= p.HighWatermark {
+			ready[p.Partition] = true
+			delete(d.gapped, p.Partition)
+		}
+	})
+	if len(ready) > 0 {
+		d.sendGapRows(ctx, cl, ready, routes)
 	}
 }
 
@@ -259,11 +289,12 @@ func (d *Dispatcher) resume(ctx context.Context, cl *kgo.Client, fs kgo.Fetches,
 // that waited at least Config.GapAfter — after a restart of the only
 // replica, or partitions taken over from a replica that crashed, which the
 // group moved only after its session timeout (a clean handover between
-// replicas resumes at records a rebalance old). The rows carry the reason
-// gap (contract.HeaderDarkRow): the comparator then compares those
-// campaigns afresh from then on, instead of judging the outputs the gap
-// kept the dark pipeline from writing as missing, and their pacing and
-// bids from their next day (a pacer keeps what late copies changed).
+// replicas resumes at records a rebalance old) — and caught up since. The
+// rows carry the reason gap (contract.HeaderDarkRow): the comparator then
+// compares those campaigns afresh from then on, instead of judging the
+// outputs the gap kept the dark pipeline from writing as missing, and
+// their pacing and bids from their next day (a pacer keeps what late
+// copies changed).
 func (d *Dispatcher) sendGapRows(ctx context.Context, cl *kgo.Client, gaps map[int32]bool, routes []route) {
 	parts := slices.Sorted(maps.Keys(gaps))
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
