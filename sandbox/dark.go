@@ -42,8 +42,10 @@ type darkRun struct {
 	dispatch *dispatch.Dispatcher
 	// stopDispatch stops the dispatcher cleanly and waits (idempotent).
 	stopDispatch func()
-	// replicas are the other dispatcher replicas (Options.DarkDispatchers).
-	replicas []dispatcherReplica
+	// replicas are the other dispatcher replicas (Options.DarkDispatchers)
+	// not crashed; replicasStarted says they were started (once).
+	replicas        []dispatcherReplica
+	replicasStarted bool
 }
 
 // dispatcherReplica is a dispatcher replica beyond the first.
@@ -148,7 +150,8 @@ func (s *Sandbox) runDispatcher() error {
 	stop := s.goRun("dark dispatcher", disp.Run)
 	s.mu.Lock()
 	d.dispatch, d.stopDispatch = disp, stop
-	started := len(d.replicas) > 0
+	started := d.replicasStarted
+	d.replicasStarted = true
 	s.mu.Unlock()
 	for i := 2; i <= replicas && !started; i++ {
 		id := replicaID(i, replicas)
@@ -190,14 +193,12 @@ func (s *Sandbox) newDispatcher(id string) (*dispatch.Dispatcher, error) {
 		Side: contract.Primary, LiveBrokers: primary.brokers(), LiveAuth: s.kafkaAuth(), TargetAuth: s.kafkaAuth(),
 		Group: darkDispatchGroup, Start: dispatch.StartOldest, DeliveryTimeout: darkDeliveryTimeout(s.opts.Timing),
 		GapAfter: dispatcherSessionTimeout(s.opts.Timing) / 2}
-	log, name := s.log, "dark-dispatch"
-	var reg prometheus.Registerer = s.regs.add(name)
-	if id != "" {
-		c.GroupInstanceID, c.GroupSessionTimeout = id, dispatcherSessionTimeout(s.opts.Timing)
-		log, name = log.With("replica", id), name+" "+id
-		reg = prometheus.WrapRegistererWith(prometheus.Labels{"replica": id}, s.regs.add(name))
+	if id == "" {
+		return dispatch.New(c, dispatch.WithLogger(s.log), dispatch.WithRegisterer(s.regs.add("dark-dispatch")))
 	}
-	return dispatch.New(c, dispatch.WithLogger(log), dispatch.WithRegisterer(reg))
+	c.GroupInstanceID, c.GroupSessionTimeout = id, dispatcherSessionTimeout(s.opts.Timing)
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"replica": id}, s.regs.add("dark-dispatch "+id))
+	return dispatch.New(c, dispatch.WithLogger(s.log.With("replica", id)), dispatch.WithRegisterer(reg))
 }
 
 // crashDispatcherReplica kills the last dispatcher replica as a crash
