@@ -197,9 +197,12 @@ func (s *Sandbox) newDispatcher(id string) (*dispatch.Dispatcher, error) {
 		return dispatch.New(c, dispatch.WithLogger(s.log), dispatch.WithRegisterer(s.regs.add("dark-dispatch")))
 	}
 	c.GroupInstanceID, c.GroupSessionTimeout = id, dispatcherSessionTimeout(s.opts.Timing)
-	reg := prometheus.WrapRegistererWith(prometheus.Labels{"replica": id}, s.regs.add("dark-dispatch "+id))
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"replica": id}, s.regs.add(dispatcherRegistry(id)))
 	return dispatch.New(c, dispatch.WithLogger(s.log.With("replica", id)), dispatch.WithRegisterer(reg))
 }
+
+// dispatcherRegistry names dispatcher replica id's metrics registry.
+func dispatcherRegistry(id string) string { return "dark-dispatch " + id }
 
 // crashDispatcherReplica kills the last dispatcher replica as a crash
 // does: it stops without leaving the group (a static member), so its
@@ -218,6 +221,7 @@ func (s *Sandbox) crashDispatcherReplica() (string, error) {
 		return "", fmt.Errorf("%w: crash-dispatcher-replica needs a dark target with two dispatcher replicas or more, one of them not crashed yet", ErrBadFault)
 	}
 	r.stop()
+	s.regs.remove(dispatcherRegistry(r.id)) // its series go with it
 	return r.id, nil
 }
 

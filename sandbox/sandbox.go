@@ -776,6 +776,13 @@ func (r *registries) add(name string) *prometheus.Registry {
 	return reg
 }
 
+// remove drops a registry: its series go, as a dead process's do.
+func (r *registries) remove(name string) {
+	r.mu.Lock()
+	delete(r.regs, name)
+	r.mu.Unlock()
+}
+
 // Gather implements prometheus.Gatherer over the current registries.
 func (r *registries) Gather() ([]*dto.MetricFamily, error) {
 	r.mu.Lock()
