@@ -11,9 +11,10 @@ import (
 // runDarkDispatch is "hotpair dark dispatch --config FILE": the dispatcher
 // daemon, serving /metrics and /healthz.
 func runDarkDispatch(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "dark dispatch", "dark dispatch --config FILE [--http HOST:PORT]")
+	fs := newFlags(a, "dark dispatch", "dark dispatch --config FILE [--http HOST:PORT] [--group-instance-id ID]")
 	path := fs.String("config", "", "YAML config (docs/dark.md, Dispatcher) (required)")
 	httpAddr := fs.String("http", "", "serve /metrics and /healthz here (overrides http.listen; off serves nothing)")
+	instanceID := fs.String("group-instance-id", "", "this replica's static group membership, e.g. $(POD_NAME) of a StatefulSet (overrides group_instance_id)")
 	if code, done := parseNoArgs(a, fs, args); done {
 		return code
 	}
@@ -25,10 +26,15 @@ func runDarkDispatch(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "hotpair dark dispatch: %v\n", err)
 		return 1
 	}
-	if *httpAddr != "" {
-		fc.HTTP.Listen = *httpAddr
+	if *httpAddr != "" || *instanceID != "" {
+		if *httpAddr != "" {
+			fc.HTTP.Listen = *httpAddr
+		}
+		if *instanceID != "" {
+			fc.GroupInstanceID = *instanceID
+		}
 		if err := fc.Validate(); err != nil {
-			return usageError(fs, a.stderr, "--http: %v", err)
+			return usageError(fs, a.stderr, "--http, --group-instance-id: %v", err)
 		}
 	}
 	cfg, err := fc.Config()

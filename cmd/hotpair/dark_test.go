@@ -45,6 +45,16 @@ func TestDarkBadConfigNamesTheKey(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("config check of a good dispatcher config: exit %d\n%s%s", code, out, stderr)
 	}
+	// A StatefulSet's replica passes its pod's name as its static group
+	// membership; a bad one is a usage error naming the key.
+	code, out, stderr = opRun("config", "check", "--", "dark", "dispatch", "--config", "../../canary/dispatch/testdata/good.yml", "--group-instance-id", "dispatch-1")
+	if code != 0 {
+		t.Fatalf("config check -- dark dispatch --group-instance-id: exit %d\n%s%s", code, out, stderr)
+	}
+	code, _, stderr = opRun("dark", "dispatch", "--config", "../../canary/dispatch/testdata/good.yml", "--group-instance-id", "dispatch 1")
+	if code != 2 || !strings.Contains(stderr, `group_instance_id "dispatch 1" must not contain spaces`) {
+		t.Fatalf("a bad --group-instance-id: exit %d, stderr:\n%s", code, stderr)
+	}
 }
 
 // set, status and clear work on ZooKeeper; a target set with the operator
