@@ -21,7 +21,7 @@ import (
 	"github.com/hotpair/hotpair/internal/metricvalue"
 )
 
-const takenOverMetric = "hotpair_dark_dispatch_gap_partitions_total"
+const gapMetric = "hotpair_dark_dispatch_gap_partitions_total"
 
 // Two static replicas, a and b, share the live partitions. b "crashes" (a
 // static member does not leave the group when it stops, so its partitions
@@ -105,9 +105,9 @@ func TestTakeOverResendsTheRowsOfTheCrashedReplicasCampaigns(t *testing.T) {
 
 	// b got its partitions from a in a clean rebalance when it joined: no
 	// takeover, on either side.
-	for name, v := range map[string]float64{"a": metric(regA, takenOverMetric), "b": metric(regB, takenOverMetric)} {
+	for name, v := range map[string]float64{"a": metric(regA, gapMetric), "b": metric(regB, gapMetric)} {
 		if v != 0 {
-			t.Fatalf("%s of %s = %v before any crash", takenOverMetric, name, v)
+			t.Fatalf("%s of %s = %v before any crash", gapMetric, name, v)
 		}
 	}
 
@@ -126,17 +126,17 @@ func TestTakeOverResendsTheRowsOfTheCrashedReplicasCampaigns(t *testing.T) {
 	crashed := time.Now()
 	crashB()
 	deadline := time.Now().Add(15 * time.Second)
-	for metric(regA, takenOverMetric) < float64(len(bParts)) {
+	for metric(regA, gapMetric) < float64(len(bParts)) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s = %v 15s after b crashed, want %d (b's partitions %v)",
-				takenOverMetric, metric(regA, takenOverMetric), len(bParts), bParts)
+				gapMetric, metric(regA, gapMetric), len(bParts), bParts)
 		}
 		ids = append(ids, w.events(t, e.live))
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("a took over b's partitions %s after b stopped", time.Since(crashed).Round(time.Millisecond))
-	if v, ok := metricvalue.Get(regA, takenOverMetric); !ok || v != float64(len(bParts)) {
-		t.Fatalf("%s of a = %v (found %v), want %d: b's partitions %v", takenOverMetric, v, ok, len(bParts), bParts)
+	if v, ok := metricvalue.Get(regA, gapMetric); !ok || v != float64(len(bParts)) {
+		t.Fatalf("%s of a = %v (found %v), want %d: b's partitions %v", gapMetric, v, ok, len(bParts), bParts)
 	}
 	after := groupAssignment(t, e.live, group, []string{"a"}, liveN)
 	if !slices.Equal(after["a"], []int32{0, 1, 2, 3}) {
@@ -206,11 +206,11 @@ func TestTakeOverResendsTheRowsOfTheCrashedReplicasCampaigns(t *testing.T) {
 	// Once a copied them, it resumed c's partitions (and decided on a
 	// takeover, which counts synchronously, before copying).
 	waitFor(t, events, expectAllEvents(ids, f), gotEvents)
-	if v := metric(regC, takenOverMetric); v != 0 {
-		t.Fatalf("%s of c = %v: partitions a joining replica gets in a clean rebalance are no takeover", takenOverMetric, v)
+	if v := metric(regC, gapMetric); v != 0 {
+		t.Fatalf("%s of c = %v: partitions a joining replica gets in a clean rebalance are no takeover", gapMetric, v)
 	}
-	if v := metric(regA, takenOverMetric); v != float64(len(bParts)) {
-		t.Fatalf("%s of a = %v after a clean handover, want still %d", takenOverMetric, v, len(bParts))
+	if v := metric(regA, gapMetric); v != float64(len(bParts)) {
+		t.Fatalf("%s of a = %v after a clean handover, want still %d", gapMetric, v, len(bParts))
 	}
 	if v := metric(regA, "hotpair_dark_dispatch_records_total", "target", darkName, "topic", "budgets"); v != float64(len(sampled)+len(bSampled)) {
 		t.Fatalf("a sent %v budget rows, want still %d: a clean handover sent rows again", v, len(sampled)+len(bSampled))
