@@ -239,9 +239,21 @@ func checkPDB(t *testing.T, pdbs []*policyv1.PodDisruptionBudget, workload strin
 }
 
 // Every container's command line, with the config and secrets it mounts,
-// is accepted by the binary's own check (hotpair config check -- ARGS).
+// is accepted by the binary's own check (hotpair config check -- ARGS):
+// the whole tree's and the dark canary's.
 func TestContainersPassTheBinarysCheck(t *testing.T) {
-	all := kustomizeBuild(t, k8sDir)
+	if n := checkContainers(t, kustomizeBuild(t, k8sDir)); n != 4 {
+		t.Fatalf("checked %d containers, want 4 (two pipelines, monitor, selectord)", n)
+	}
+	if n := checkContainers(t, kustomizeBuild(t, filepath.Join(k8sDir, "dark"))); n != 3 {
+		t.Fatalf("checked %d containers of the dark canary, want 3 (dispatcher, dark pipeline, comparator)", n)
+	}
+}
+
+// checkContainers lays out each container's mounted files and runs its
+// args through `hotpair config check --`, and returns how many it checked.
+func checkContainers(t *testing.T, all built) int {
+	t.Helper()
 	n := 0
 	for _, o := range all.objs {
 		var spec *corev1.PodSpec
@@ -299,9 +311,7 @@ func TestContainersPassTheBinarysCheck(t *testing.T) {
 			n++
 		}
 	}
-	if n != 4 {
-		t.Fatalf("checked %d containers, want 4 (two pipelines, monitor, selectord)", n)
-	}
+	return n
 }
 
 // volumeFiles returns the files a ConfigMap or Secret volume holds, by
@@ -348,49 +358,63 @@ func volumeFiles(t *testing.T, b built, v corev1.Volume) map[string][]byte {
 	return out
 }
 
-// The Strimzi clusters' bootstrap addresses are what the pipelines and the
-// monitors are configured with, one cluster per side, in the only API
-// Strimzi serves since 1.0 (kafka.strimzi.io/v1: KRaft and node pools only).
+// The Strimzi clusters' bootstrap addresses are what the daemons are
+// configured with: every block of the daemon table (kafkaClients: each
+// side's pipeline, the monitors, the dark canary's dispatcher, comparator
+// and pipeline) names its own cluster's bootstrap, one cluster per side and
+// one for the dark canary, each reached by some daemon, in the only API
+// Strimzi serves since 1.0 (kafka.strimzi.io/v1: KRaft and node pools
+// only). A dark target's block names no brokers: they are the target
+// document's (TestDarkTargetDocument).
 func TestStrimziClustersMatchTheConfigs(t *testing.T) {
-	bootstrap := map[string]string{}
-	for _, side := range []string{"primary", "standby"} {
-		_, objs := strimziFile(t, side)
-		replicas, rf := 0, 0.0
-		for _, k := range objs {
-			if k.APIVersion != "kafka.strimzi.io/v1" {
-				t.Errorf("%s %s: apiVersion %q, want kafka.strimzi.io/v1 (Strimzi 1.0 removed v1beta2)", k.Kind, k.Metadata.Name, k.APIVersion)
-			}
-			switch k.Kind {
-			case "KafkaNodePool":
-				replicas = k.Spec.Replicas
-			case "Kafka":
-				if len(k.Spec.Kafka.Listeners) == 0 {
-					t.Errorf("%s: want a listener", k.Metadata.Name)
-				}
-				l := k.Spec.Kafka.Listeners[0]
-				bootstrap[side] = fmt.Sprintf("%s-kafka-bootstrap.%s.svc:%d", k.Metadata.Name, k.Metadata.Namespace, l.Port)
-				rf, _ = k.Spec.Kafka.Config["default.replication.factor"].(float64)
-			}
-		}
-		if replicas < int(rf) || rf < 3 {
-			t.Errorf("%s: %d brokers cannot hold replication %g (want 3)", side, replicas, rf)
-		}
-		pipe, err := os.ReadFile(filepath.Join(k8sDir, "overlays", side, "pipeline.yml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(pipe), `brokers: ["`+bootstrap[side]+`"]`) {
-			t.Errorf("the %s pipeline is not configured with its cluster's bootstrap %s", side, bootstrap[side])
+	objs := strimziObjects(t)
+	for _, o := range objs {
+		if o.APIVersion != "kafka.strimzi.io/v1" {
+			t.Errorf("%s %s (%s): apiVersion %q, want kafka.strimzi.io/v1 (Strimzi 1.0 removed v1beta2)", o.Kind, o.Metadata.Name, o.File, o.APIVersion)
 		}
 	}
-	mon, _ := os.ReadFile(filepath.Join(k8sDir, "base", "monitor.yml"))
-	for side, addr := range bootstrap {
-		if !strings.Contains(string(mon), addr) {
-			t.Errorf("the monitor config lacks the %s cluster's bootstrap %s", side, addr)
+	clusters := strimziClusters(t, objs)
+	bootstraps := map[string]string{}
+	for name, c := range clusters {
+		if c.bootstrap == "" {
+			t.Errorf("%s: want a listener", name)
+			continue
+		}
+		rf, _ := c.kafka.Spec.Kafka.Config["default.replication.factor"].(float64)
+		if c.nodes < int(rf) || rf < 3 {
+			t.Errorf("%s: %d brokers cannot hold replication %g (want 3)", name, c.nodes, rf)
+		}
+		if other, dup := bootstraps[c.bootstrap]; dup {
+			t.Errorf("%s and %s have one bootstrap %s", other, name, c.bootstrap)
+		}
+		bootstraps[c.bootstrap] = name
+	}
+	reached := map[string]bool{}
+	for _, d := range kafkaClients {
+		c := clusters[d.cluster]
+		if c == nil {
+			t.Errorf("%s: no Strimzi Kafka %s", d, d.cluster)
+			continue
+		}
+		reached[d.cluster] = true
+		brokers := configValue(t, d.config, append(slices.Clone(d.block), "brokers")...)
+		if d.darkTarget != "" {
+			if brokers != nil {
+				t.Errorf("%s: brokers %v; a dark target's brokers are its document's", d, brokers)
+			}
+			continue
+		}
+		if l, _ := brokers.([]any); len(l) != 1 || l[0] != c.bootstrap {
+			t.Errorf("%s: brokers %v, want its cluster's bootstrap [%s]", d, brokers, c.bootstrap)
 		}
 	}
-	if bootstrap["primary"] == bootstrap["standby"] {
-		t.Fatal("both sides on one Kafka cluster")
+	for name, c := range clusters {
+		if !reached[name] {
+			t.Errorf("Kafka %s (%s): no daemon of the table reaches it", name, c.kafka.File)
+		}
+	}
+	if len(clusters) != 3 {
+		t.Fatalf("%d Kafka clusters, want 3 (one per side, the dark canary's)", len(clusters))
 	}
 }
 

@@ -31,6 +31,7 @@ type strimziACL struct {
 // KafkaNodePool, KafkaUser), decoded as plain YAML: their CRDs are not in
 // k8s.io/api.
 type strimziObject struct {
+	File       string `json:"-"` // the file it is in
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Metadata   struct {
@@ -68,24 +69,125 @@ type strimziObject struct {
 	} `json:"spec"`
 }
 
-// strimziFile returns the path of a side's Strimzi resources and the
-// resources it holds.
-func strimziFile(t *testing.T, side string) (string, []strimziObject) {
+// strimziGlobs are where the Strimzi resources are: the live clusters and
+// their daemons' users (strimzi/), the dark canary's cluster and its
+// daemons' users on every cluster (dark/strimzi/). Applied with kubectl
+// apply -f, not kustomize: they live in the namespace kafka.
+var strimziGlobs = []string{
+	filepath.Join(k8sDir, "strimzi", "*.yaml"),
+	filepath.Join(k8sDir, "dark", "strimzi", "*.yaml"),
+}
+
+// strimziObjects returns every Strimzi resource of strimziGlobs.
+func strimziObjects(t *testing.T) []strimziObject {
 	t.Helper()
-	file := filepath.Join(k8sDir, "strimzi", "kafka-"+side+".yaml")
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var objs []strimziObject
-	for _, doc := range documents(t, b) {
-		var o strimziObject
-		if err := yaml.Unmarshal(doc, &o); err != nil {
-			t.Fatalf("%s: %v", file, err)
+	for _, g := range strimziGlobs {
+		files, _ := filepath.Glob(g)
+		if len(files) == 0 {
+			t.Fatalf("no Strimzi resources at %s", g)
 		}
-		objs = append(objs, o)
+		for _, file := range files {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, doc := range documents(t, b) {
+				var o strimziObject
+				if err := yaml.Unmarshal(doc, &o); err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				o.File = file
+				objs = append(objs, o)
+			}
+		}
 	}
-	return file, objs
+	return objs
+}
+
+// strimziCluster is one Strimzi Kafka and what belongs to it (by the label
+// strimzi.io/cluster): its node pools' brokers and its users.
+type strimziCluster struct {
+	kafka     strimziObject
+	bootstrap string                   // the first listener's bootstrap address
+	nodes     int                      // the node pools' replicas
+	users     map[string]strimziObject // by Kafka user name
+}
+
+// strimziClusters groups objs by Kafka. A node pool or user whose label
+// names no Kafka, or that is not in its Kafka's namespace, is an error (its
+// cluster's operators would never see it).
+func strimziClusters(t *testing.T, objs []strimziObject) map[string]*strimziCluster {
+	t.Helper()
+	clusters := map[string]*strimziCluster{}
+	for _, o := range objs {
+		if o.Kind != "Kafka" {
+			continue
+		}
+		if _, dup := clusters[o.Metadata.Name]; dup {
+			t.Fatalf("two Kafkas named %s", o.Metadata.Name)
+		}
+		c := &strimziCluster{kafka: o, users: map[string]strimziObject{}}
+		if ls := o.Spec.Kafka.Listeners; len(ls) > 0 {
+			c.bootstrap = fmt.Sprintf("%s-kafka-bootstrap.%s.svc:%d", o.Metadata.Name, o.Metadata.Namespace, ls[0].Port)
+		}
+		clusters[o.Metadata.Name] = c
+	}
+	for _, o := range objs {
+		if o.Kind != "KafkaNodePool" && o.Kind != "KafkaUser" {
+			continue
+		}
+		c := clusters[o.Metadata.Labels["strimzi.io/cluster"]]
+		if c == nil || o.Metadata.Namespace != c.kafka.Metadata.Namespace {
+			t.Errorf("%s %s (%s): cluster label %q in namespace %s names no Kafka of its namespace (the operators of its cluster would not see it)",
+				o.Kind, o.Metadata.Name, o.File, o.Metadata.Labels["strimzi.io/cluster"], o.Metadata.Namespace)
+			continue
+		}
+		if o.Kind == "KafkaNodePool" {
+			c.nodes += o.Spec.Replicas
+		} else {
+			c.users[o.userName()] = o
+		}
+	}
+	return clusters
+}
+
+// kafkaClient is one daemon's block for one Kafka cluster: its config, the
+// keys that lead to the block (brokers, tls, sasl), the Strimzi Kafka it
+// reaches, and for a dark target's block the target's name (its brokers
+// are the target document's, not the config's, and its ACLs those of
+// `hotpair config acls --dark-target NAME`).
+type kafkaClient struct {
+	kind, config string
+	block        []string
+	cluster      string
+	darkTarget   string
+}
+
+func (k kafkaClient) String() string {
+	if len(k.block) == 0 {
+		return k.config
+	}
+	return k.config + " " + strings.Join(k.block, ".")
+}
+
+// kafkaClients is the daemon table: every daemon's block for every cluster
+// it reaches. A daemon that reaches another cluster, or a new daemon, needs
+// a row here and its KafkaUser there.
+var kafkaClients = []kafkaClient{
+	{"pipeline", filepath.Join(k8sDir, "overlays", "primary", "pipeline.yml"), nil, "hotpair-a", ""},
+	{"pipeline", filepath.Join(k8sDir, "overlays", "standby", "pipeline.yml"), nil, "hotpair-b", ""},
+	{"monitor", filepath.Join(k8sDir, "base", "monitor.yml"), []string{"clusters", "primary"}, "hotpair-a", ""},
+	{"monitor", filepath.Join(k8sDir, "base", "monitor.yml"), []string{"clusters", "standby"}, "hotpair-b", ""},
+	// The dark canary of the target canary, fed from the primary
+	// (dark/): the dispatcher reads the primary and writes the target, the
+	// comparator reads all three, the dark pipeline is on the target's.
+	{"dark-dispatch", filepath.Join(k8sDir, "dark", "dispatch.yml"), []string{"live"}, "hotpair-a", ""},
+	{"dark-dispatch", filepath.Join(k8sDir, "dark", "dispatch.yml"), []string{"targets"}, "hotpair-dark", "canary"},
+	{"dark-compare", filepath.Join(k8sDir, "dark", "compare.yml"), []string{"clusters", "primary"}, "hotpair-a", ""},
+	{"dark-compare", filepath.Join(k8sDir, "dark", "compare.yml"), []string{"clusters", "standby"}, "hotpair-b", ""},
+	{"dark-compare", filepath.Join(k8sDir, "dark", "compare.yml"), []string{"dark_kafka"}, "hotpair-dark", "canary"},
+	{"pipeline", filepath.Join(k8sDir, "dark", "pipeline", "pipeline.yml"), nil, "hotpair-dark", ""},
 }
 
 // userName is the KafkaUser's Kafka user name: userName, or else its name.
@@ -156,38 +258,67 @@ func aclDiff(want, have []strimziACL) string {
 }
 
 // daemonACLs runs `hotpair config acls --format strimzi` on a config and
-// returns the one list it prints (a pipeline's on its cluster, a
-// monitor's on each of the two).
-func daemonACLs(t *testing.T, kind, file string) []strimziACL {
+// returns the list it prints for one cluster: without a dark target the
+// one list of a daemon's own clusters (a pipeline's, or a monitor's,
+// a dispatcher's or a comparator's, the same on each live cluster); with
+// one, the list for that dark target's cluster (--dark-target NAME).
+func daemonACLs(t *testing.T, kind, file, darkTarget string) []strimziACL {
 	t.Helper()
+	args := []string{"config", "acls", "--kind", kind, "--format", "strimzi"}
+	if darkTarget != "" {
+		args = append(args, "--dark-target", darkTarget)
+	}
+	args = append(args, file)
 	var out, errOut bytes.Buffer
-	cmd := exec.Command(hotpairBin(t), "config", "acls", "--kind", kind, "--format", "strimzi", file)
+	cmd := exec.Command(hotpairBin(t), args...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("hotpair config acls --kind %s --format strimzi %s: %v\n%s", kind, file, err, errOut.String())
+		t.Fatalf("hotpair %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
 	}
-	headers := 0 // "# KIND FILE: on CLUSTER", one per list
-	for _, l := range strings.Split(out.String(), "\n") {
+	// One list per "# KIND FILE: on CLUSTER" header.
+	var lists [][]byte
+	var headers []string
+	for _, l := range strings.SplitAfter(out.String(), "\n") {
 		if strings.HasPrefix(l, "# ") {
-			headers++
+			headers = append(headers, strings.TrimSpace(l))
+			lists = append(lists, nil)
+			continue
+		}
+		if len(lists) > 0 {
+			lists[len(lists)-1] = append(lists[len(lists)-1], l...)
 		}
 	}
-	if headers != 1 {
-		t.Fatalf("hotpair config acls %s: %d lists, want one\n%s", file, headers, out.String())
+	pick := -1
+	switch {
+	case darkTarget == "" && len(headers) == 1:
+		pick = 0
+	case darkTarget != "":
+		for i, h := range headers {
+			if strings.HasSuffix(h, "on dark target "+darkTarget+"'s cluster") {
+				if pick >= 0 {
+					t.Fatalf("hotpair %s: two lists for the dark target %s\n%s", strings.Join(args, " "), darkTarget, out.String())
+				}
+				pick = i
+			}
+		}
 	}
-	j, err := yaml.YAMLToJSON(stripComments(out.Bytes()))
+	if pick < 0 {
+		t.Fatalf("hotpair %s: lists %q, want one (for the dark target %q)\n%s", strings.Join(args, " "), headers, darkTarget, out.String())
+	}
+	j, err := yaml.YAMLToJSON(lists[pick])
 	if err != nil {
-		t.Fatalf("hotpair config acls %s: not YAML: %v\n%s", file, err, out.String())
+		t.Fatalf("hotpair %s: not YAML: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	acls, err := decodeACLs(j)
 	if err != nil || len(acls) == 0 {
-		t.Fatalf("hotpair config acls %s: not a Strimzi acls list (%v)\n%s", file, err, out.String())
+		t.Fatalf("hotpair %s: not a Strimzi acls list (%v)\n%s", strings.Join(args, " "), err, out.String())
 	}
 	return acls
 }
 
-// saslUsername is the sasl.username a config names, at the path of keys.
-func saslUsername(t *testing.T, file string, path ...string) string {
+// configValue is the value of a YAML config at the path of keys (nil if
+// any is missing).
+func configValue(t *testing.T, file string, path ...string) any {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -197,93 +328,94 @@ func saslUsername(t *testing.T, file string, path ...string) string {
 	if err := yaml.Unmarshal(b, &v); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	for _, k := range append(path, "sasl", "username") {
+	for _, k := range path {
 		m, _ := v.(map[string]any)
 		v = m[k]
 	}
-	s, _ := v.(string)
+	return v
+}
+
+// saslUsername is the sasl.username a config names, at the path of keys.
+func saslUsername(t *testing.T, file string, path ...string) string {
+	t.Helper()
+	p := append(slices.Clone(path), "sasl", "username")
+	s, _ := configValue(t, file, p...).(string)
 	if s == "" {
-		t.Fatalf("%s: no %s", file, strings.Join(append(path, "sasl", "username"), "."))
+		t.Fatalf("%s: no %s", file, strings.Join(p, "."))
 	}
 	return s
 }
 
-// Kafka authorization is on in both Strimzi clusters, and each hotpair
-// daemon is its own KafkaUser there holding exactly the ACLs the binary
-// derives from its config (`hotpair config acls --format strimzi`): a
+// Kafka authorization is on in every Strimzi cluster (both sides' and the
+// dark canary's), and each hotpair daemon is its own KafkaUser on each
+// cluster it reaches, holding exactly the ACLs the binary derives from its
+// config (`hotpair config acls --format strimzi [--dark-target NAME]`): a
 // daemon given a topic, group or setting that needs another grant fails
 // this test until its KafkaUser is updated, and so does a grant no daemon
-// needs. Every config's sasl.username names a KafkaUser of its own
-// cluster; no user serves two daemons; no user is left over.
+// needs. Every block of the daemon table (kafkaClients) names with its
+// sasl.username a KafkaUser of its own cluster; no user serves two
+// daemons; no user is left over.
 func TestStrimziUsersHoldTheirDaemonsACLs(t *testing.T) {
-	seen := map[string]string{} // namespace/name → file: one object each
-	for _, side := range []string{"primary", "standby"} {
-		file, objs := strimziFile(t, side)
-		var kafka *strimziObject
-		users := map[string]strimziObject{} // by user name
-		for _, o := range objs {
-			switch o.Kind {
-			case "Kafka":
-				kafka = &o
-			case "KafkaUser":
-				id := o.Metadata.Namespace + "/" + o.Metadata.Name
-				if f, dup := seen[id]; dup {
-					t.Errorf("KafkaUser %s is in %s and %s: one object, the second apply overwrites the first", id, f, file)
-				}
-				seen[id] = file
-				users[o.userName()] = o
-			}
+	objs := strimziObjects(t)
+	seen := map[string]string{} // kind namespace/name → file: one object each
+	for _, o := range objs {
+		id := o.Kind + " " + o.Metadata.Namespace + "/" + o.Metadata.Name
+		if f, dup := seen[id]; dup {
+			t.Errorf("%s is in %s and %s: one object, the second apply overwrites the first", id, f, o.File)
 		}
-		if kafka == nil {
-			t.Fatalf("%s: no Kafka", file)
-		}
-		if a := kafka.Spec.Kafka.Authorization; a == nil || a.Type != "simple" {
-			t.Errorf("%s: Kafka %s has no authorization: simple; without it the users' ACLs are not enforced", file, kafka.Metadata.Name)
+		seen[id] = o.File
+	}
+	clusters := strimziClusters(t, objs)
+	for name, c := range clusters {
+		if a := c.kafka.Spec.Kafka.Authorization; a == nil || a.Type != "simple" {
+			t.Errorf("%s: Kafka %s has no authorization: simple; without it the users' ACLs are not enforced", c.kafka.File, name)
 		} else if len(a.SuperUsers) > 0 {
-			t.Errorf("%s: superUsers %v bypass every ACL; no hotpair daemon needs that", file, a.SuperUsers)
+			t.Errorf("%s: superUsers %v bypass every ACL; no hotpair daemon needs that", c.kafka.File, a.SuperUsers)
 		}
-		daemons := []struct{ kind, config, user string }{
-			{"pipeline", filepath.Join(k8sDir, "overlays", side, "pipeline.yml"), ""},
-			{"monitor", filepath.Join(k8sDir, "base", "monitor.yml"), ""},
+	}
+	served := map[string]string{} // cluster/user → the block it serves
+	for _, d := range kafkaClients {
+		c := clusters[d.cluster]
+		if c == nil {
+			t.Errorf("%s: no Strimzi Kafka %s", d, d.cluster)
+			continue
 		}
-		daemons[0].user = saslUsername(t, daemons[0].config)
-		daemons[1].user = saslUsername(t, daemons[1].config, "clusters", side)
-		served := map[string]string{}
-		for _, d := range daemons {
-			u, ok := users[d.user]
-			if !ok {
-				t.Errorf("%s: sasl.username %q names no KafkaUser of the %s cluster (%s)", d.config, d.user, side, file)
-				continue
-			}
-			if other, dup := served[d.user]; dup {
-				t.Errorf("the %s and the %s share the KafkaUser %s: each daemon its own user, with its own ACLs", other, d.kind, d.user)
-			}
-			served[d.user] = d.kind
-			if u.Metadata.Labels["strimzi.io/cluster"] != kafka.Metadata.Name || u.Metadata.Namespace != kafka.Metadata.Namespace {
-				t.Errorf("KafkaUser %s: cluster label %q in namespace %s, want %s in %s (the User Operator of its cluster manages it)",
-					u.Metadata.Name, u.Metadata.Labels["strimzi.io/cluster"], u.Metadata.Namespace, kafka.Metadata.Name, kafka.Metadata.Namespace)
-			}
-			if u.Spec.Authentication == nil || len(kafka.Spec.Kafka.Listeners) == 0 || kafka.Spec.Kafka.Listeners[0].Authentication == nil ||
-				u.Spec.Authentication.Type != kafka.Spec.Kafka.Listeners[0].Authentication.Type {
-				t.Errorf("KafkaUser %s: its authentication is not the listener's (scram-sha-512)", u.Metadata.Name)
-			}
-			if u.Spec.Authorization == nil || u.Spec.Authorization.Type != "simple" {
-				t.Errorf("KafkaUser %s: want authorization type simple with the %s's ACLs", u.Metadata.Name, d.kind)
-				continue
-			}
-			have, err := decodeACLs(u.Spec.Authorization.ACLs)
-			if err != nil {
-				t.Errorf("KafkaUser %s: spec.authorization.acls: %v", u.Metadata.Name, err)
-				continue
-			}
-			if diff := aclDiff(daemonACLs(t, d.kind, d.config), have); diff != "" {
-				t.Errorf("KafkaUser %s (%s) does not hold what `hotpair config acls --format strimzi %s` prints:%s",
-					u.Metadata.Name, file, d.config, diff)
-			}
+		user := saslUsername(t, d.config, d.block...)
+		u, ok := c.users[user]
+		if !ok {
+			t.Errorf("%s: sasl.username %q names no KafkaUser of the cluster %s", d, user, d.cluster)
+			continue
 		}
-		for name, u := range users {
-			if served[name] == "" {
-				t.Errorf("KafkaUser %s (%s) serves no daemon's config", u.Metadata.Name, file)
+		if other, dup := served[d.cluster+"/"+user]; dup {
+			t.Errorf("%s and %s share the KafkaUser %s: each daemon its own user, with its own ACLs", other, d, user)
+		}
+		served[d.cluster+"/"+user] = d.String()
+		if ls := c.kafka.Spec.Kafka.Listeners; u.Spec.Authentication == nil || len(ls) == 0 || ls[0].Authentication == nil ||
+			u.Spec.Authentication.Type != ls[0].Authentication.Type {
+			t.Errorf("KafkaUser %s: its authentication is not the listener's (scram-sha-512)", u.Metadata.Name)
+		}
+		if u.Spec.Authorization == nil || u.Spec.Authorization.Type != "simple" {
+			t.Errorf("KafkaUser %s: want authorization type simple with the %s's ACLs", u.Metadata.Name, d.kind)
+			continue
+		}
+		have, err := decodeACLs(u.Spec.Authorization.ACLs)
+		if err != nil {
+			t.Errorf("KafkaUser %s: spec.authorization.acls: %v", u.Metadata.Name, err)
+			continue
+		}
+		if diff := aclDiff(daemonACLs(t, d.kind, d.config, d.darkTarget), have); diff != "" {
+			target := ""
+			if d.darkTarget != "" {
+				target = " --dark-target " + d.darkTarget
+			}
+			t.Errorf("KafkaUser %s (%s) does not hold what `hotpair config acls --format strimzi%s %s` prints for it:%s",
+				u.Metadata.Name, u.File, target, d.config, diff)
+		}
+	}
+	for name, c := range clusters {
+		for user, u := range c.users {
+			if served[name+"/"+user] == "" {
+				t.Errorf("KafkaUser %s (%s) serves no daemon's config", u.Metadata.Name, u.File)
 			}
 		}
 	}
@@ -298,12 +430,19 @@ func TestStrimziUsersHoldTheirDaemonsACLs(t *testing.T) {
 	if err := os.WriteFile(moved, append(cfg, "topic_prefix: ads.\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := daemonACLs(t, "pipeline", filepath.Join(k8sDir, "overlays", "primary", "pipeline.yml"))
-	diff := aclDiff(daemonACLs(t, "pipeline", moved), before)
+	before := daemonACLs(t, "pipeline", filepath.Join(k8sDir, "overlays", "primary", "pipeline.yml"), "")
+	diff := aclDiff(daemonACLs(t, "pipeline", moved, ""), before)
 	if !strings.Contains(diff, "missing:") || !strings.Contains(diff, "allow Read on topic ads.ad-events (literal)") || !strings.Contains(diff, "not needed:") {
 		t.Fatalf("a pipeline with renamed topics passed the comparison: %q", diff)
 	}
 	if diff := aclDiff(before, before[1:]); !strings.Contains(diff, "missing") {
 		t.Fatalf("a list without its first rule passed the comparison: %q", diff)
+	}
+	// And the dark target's list is the target's: another target's
+	// dispatcher grants are other topics.
+	dispatch := filepath.Join(k8sDir, "dark", "dispatch.yml")
+	diff = aclDiff(daemonACLs(t, "dark-dispatch", dispatch, "other"), daemonACLs(t, "dark-dispatch", dispatch, "canary"))
+	if !strings.Contains(diff, "allow Write on topic dark.other.ad-events (literal)") {
+		t.Fatalf("another dark target's grants passed the comparison: %q", diff)
 	}
 }
