@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hotpair/hotpair/canary/dispatch"
 	"github.com/hotpair/hotpair/contract"
@@ -107,7 +108,51 @@ func (s *Sandbox) startDark(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.startDispatcher()
+	if err := s.startDispatcher(); err != nil {
+		return err
+	}
+	return s.waitDispatchersShare(ctx)
+}
+
+// waitDispatchersShare waits, with several dispatcher replicas, until their
+// group is stable with every replica holding live partitions (as many as
+// there are partitions, with more replicas than that): the
+// rebalances of their start are over before the load generator writes, so
+// no record waits for one (a copy that waited gap_after would be a gap).
+func (s *Sandbox) waitDispatchersShare(ctx context.Context) error {
+	n := s.opts.DarkDispatchers
+	if n <= 1 {
+		return nil
+	}
+	cl, err := kafka.NewClient(kafka.Cluster{Brokers: s.clusters[contract.Primary.String()].brokers(), Auth: s.kafkaAuth()}, "sandbox-dispatch-group")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adEvents := contract.TopicsWithPrefix("").AdEvents
+	return s.waitUntil(ctx, time.Minute, fmt.Sprintf("the %d dispatcher replicas sharing the live partitions", n), func() bool {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		gs, err := adm.DescribeGroups(dctx, darkDispatchGroup)
+		if err != nil || gs.Error() != nil {
+			return false
+		}
+		g := gs[darkDispatchGroup]
+		if g.State != "Stable" || len(g.Members) != n {
+			return false
+		}
+		holding := 0
+		for _, m := range g.Members {
+			a, ok := m.Assigned.AsConsumer()
+			if ok && slices.ContainsFunc(a.Topics, func(t kmsg.ConsumerMemberAssignmentTopic) bool {
+				return t.Topic == adEvents && len(t.Partitions) > 0
+			}) {
+				holding++
+			}
+		}
+		return holding == min(n, int(s.opts.Partitions))
+	})
 }
 
 // setDarkTarget writes the target document as the operator, enabled or
