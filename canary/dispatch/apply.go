@@ -99,7 +99,7 @@ func (d *Dispatcher) replan(ctx context.Context, obs map[string]Observed, zkErr 
 		}
 	}
 	d.routes.Store(&routes)
-	d.sendSampleChanges(changed)
+	d.sendSampleChanges(changed, nil)
 	d.m.targets.Set(float64(len(routes)))
 	for name, p := range next {
 		d.m.setPlan(p, d.expectedRate(p, senders[name], rate))
@@ -184,19 +184,26 @@ type sampleChange struct {
 // sendSampleChanges sends, for every target whose fraction grew, the budget
 // rows of the copies it now samples and did not before (every row for a new
 // or resumed target; reason sample, gap for a target that resumes after a
-// pause), and for every target whose fraction shrank, a
-// tombstone for each copy it no longer samples: a campaign leaves the
-// target's budgets topic when it leaves the sample, so the comparator stops
-// judging it (its copy ends in the middle of a window). It holds the table
-// while it sends, as the budgets consumer does, so a newer row is never
-// overtaken by an older one.
-func (d *Dispatcher) sendSampleChanges(changed []sampleChange) {
+// pause or a copy that had a gap: sendGapRows), and for every target whose
+// fraction shrank, a tombstone for each copy it no longer samples: a
+// campaign leaves the target's budgets topic when it leaves the sample, so
+// the comparator stops judging it (its copy ends in the middle of a
+// window). Only the campaigns only keeps are sent (nil: all). It holds the
+// table while it sends, as the budgets consumer does, so a newer row is
+// never overtaken by an older one. It returns how many campaigns it sent a
+// row or a tombstone.
+func (d *Dispatcher) sendSampleChanges(changed []sampleChange, only func(campaign string) bool) int {
 	if len(changed) == 0 {
-		return
+		return 0
 	}
 	d.budgetsMu.Lock()
 	defer d.budgetsMu.Unlock()
+	campaigns := 0
 	for campaign, row := range d.budgets {
+		if only != nil && !only(campaign) {
+			continue
+		}
+		sent := false
 		for _, c := range changed {
 			reason := contract.DarkRowSample
 			if c.gap {
@@ -204,12 +211,18 @@ func (d *Dispatcher) sendSampleChanges(changed []sampleChange) {
 			}
 			for k := contract.DarkCopies(campaign, c.from); k < contract.DarkCopies(campaign, c.to); k++ {
 				c.s.budget([]byte(campaign), row, k, reason)
+				sent = true
 			}
 			for k := contract.DarkCopies(campaign, c.to); k < contract.DarkCopies(campaign, c.from); k++ {
 				c.s.budget([]byte(campaign), nil, k, contract.DarkRowUpdate)
+				sent = true
 			}
 		}
+		if sent {
+			campaigns++
+		}
 	}
+	return campaigns
 }
 
 // expectedRate is the ad events per second a target should receive now:

@@ -309,24 +309,12 @@ func (d *Dispatcher) sendGapRows(ctx context.Context, cl *kgo.Client, gaps map[i
 		return
 	}
 	n := int32(len(topics[d.topics.AdEvents].Partitions))
-	d.budgetsMu.Lock() // held while sending: see sendSampleChanges
-	defer d.budgetsMu.Unlock()
-	campaigns := 0
-	for campaign, row := range d.budgets {
-		if !gaps[kafka.PartitionFor(campaign, n)] {
-			continue
-		}
-		sent := false
-		for _, rt := range routes {
-			for k := range contract.DarkCopies(campaign, rt.f) {
-				rt.s.budget([]byte(campaign), row, k, contract.DarkRowGap)
-				sent = true
-			}
-		}
-		if sent {
-			campaigns++
-		}
+	// Each route's rows sent again, as to a target that resumes.
+	changed := make([]sampleChange, len(routes))
+	for i, rt := range routes {
+		changed[i] = sampleChange{s: rt.s, to: rt.f, gap: true}
 	}
+	campaigns := d.sendSampleChanges(changed, func(campaign string) bool { return gaps[kafka.PartitionFor(campaign, n)] })
 	d.m.gapPartitions.Add(float64(len(gaps)))
 	d.log.Info("dispatch: resumed live partitions whose copy had a gap; sent their sampled campaigns' budget rows again (reason gap)",
 		"partitions", parts, "campaigns", campaigns, "gap_after", d.cfg.GapAfter)
