@@ -65,7 +65,7 @@ func TestTakeOverResendsTheRowsOfTheCrashedReplicasCampaigns(t *testing.T) {
 	waitPlan(t, a, darkName, 10*time.Second, sending(f))
 	b, regB, crashB := e.startStoppable(replica("b"))
 	waitPlan(t, b, darkName, 10*time.Second, sending(f))
-	before := groupAssignment(t, e.live, group, []string{"a", "b"}, liveN)
+	before := groupAssignment(t, a, e.live, group, []string{"a", "b"}, liveN)
 	t.Logf("before the crash: %v", before)
 	bParts := before["b"]
 
@@ -125,20 +125,19 @@ func TestTakeOverResendsTheRowsOfTheCrashedReplicasCampaigns(t *testing.T) {
 	// until a has taken b's partitions over.
 	crashed := time.Now()
 	crashB()
-	deadline := time.Now().Add(15 * time.Second)
-	for metric(regA, gapMetric) < float64(len(bParts)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s = %v 15s after b crashed, want %d (b's partitions %v)",
-				gapMetric, metric(regA, gapMetric), len(bParts), bParts)
+	// A round of live events per round of a's control loop (every second).
+	until(t, a, 15*time.Second, func() string {
+		if v := metric(regA, gapMetric); v < float64(len(bParts)) {
+			ids = append(ids, w.events(t, e.live))
+			return fmt.Sprintf("%s = %v after b crashed, want %d (b's partitions %v)", gapMetric, v, len(bParts), bParts)
 		}
-		ids = append(ids, w.events(t, e.live))
-		time.Sleep(100 * time.Millisecond)
-	}
+		return ""
+	})
 	t.Logf("a took over b's partitions %s after b stopped", time.Since(crashed).Round(time.Millisecond))
 	if v, ok := metricvalue.Get(regA, gapMetric); !ok || v != float64(len(bParts)) {
 		t.Fatalf("%s of a = %v (found %v), want %d: b's partitions %v", gapMetric, v, ok, len(bParts), bParts)
 	}
-	after := groupAssignment(t, e.live, group, []string{"a"}, liveN)
+	after := groupAssignment(t, a, e.live, group, []string{"a"}, liveN)
 	if !slices.Equal(after["a"], []int32{0, 1, 2, 3}) {
 		t.Fatalf("after the crash a holds %v", after["a"])
 	}
@@ -185,7 +184,7 @@ func TestTakeOverResendsTheRowsOfTheCrashedReplicasCampaigns(t *testing.T) {
 	// rebalance, at records younger than half the session timeout).
 	c, regC, stopC := e.startStoppable(replica(""))
 	waitPlan(t, c, darkName, 10*time.Second, sending(f))
-	withC := groupAssignment(t, e.live, group, []string{"a", ""}, liveN)
+	withC := groupAssignment(t, a, e.live, group, []string{"a", ""}, liveN)
 	t.Logf("with c: %v", withC)
 	waitMetric(t, c, regC, float64(len(sampled)), "hotpair_dark_dispatch_records_total", "target", darkName, "topic", "budgets")
 	for _, camp := range sampled {
@@ -201,7 +200,7 @@ func TestTakeOverResendsTheRowsOfTheCrashedReplicasCampaigns(t *testing.T) {
 		return ""
 	})
 	stopC()
-	groupAssignment(t, e.live, group, []string{"a"}, liveN)
+	groupAssignment(t, a, e.live, group, []string{"a"}, liveN)
 	ids = append(ids, w.events(t, e.live))
 	// Once a copied them, it resumed c's partitions (and decided on a
 	// takeover, which counts synchronously, before copying).
@@ -260,20 +259,20 @@ func waitRows(t *testing.T, f *kafkatest.Follower, want map[string]int) {
 // of the given instance ids ("" for one dynamic member), each holding
 // partitions of ad-events and all n of them assigned, and returns each
 // member's partitions by instance id.
-func groupAssignment(t *testing.T, brokers []string, group string, members []string, n int32) map[string][]int32 {
+// It looks again after each round of d's control loop (d runs meanwhile).
+func groupAssignment(t *testing.T, d *dispatch.Dispatcher, brokers []string, group string, members []string, n int32) map[string][]int32 {
 	t.Helper()
 	adm := kadm.NewClient(kafkatest.Client(t, brokers))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		owners, msg := describeAssignment(adm, group, members, n)
-		if msg == "" {
-			return owners
+	var owners map[string][]int32
+	until(t, d, 30*time.Second, func() string {
+		var msg string
+		owners, msg = describeAssignment(adm, group, members, n)
+		if msg != "" {
+			return "group " + group + ": " + msg
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s after 30s: %s", group, msg)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ""
+	})
+	return owners
 }
 
 func describeAssignment(adm *kadm.Client, group string, members []string, n int32) (map[string][]int32, string) {
