@@ -42,7 +42,7 @@ resources: {cpu_increase: 0.5}
 		t.Fatalf("config %+v", c)
 	}
 	// One file per rejected case; the first line says what the error names.
-	yamlconftest.CheckBadConfigs(t, "testdata/bad-*.yml", 19, func(p string) error {
+	yamlconftest.CheckBadConfigs(t, "testdata/bad-*.yml", 20, func(p string) error {
 		_, err := LoadConfig(p)
 		return err
 	})

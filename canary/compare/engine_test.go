@@ -30,7 +30,8 @@ func write(t *testing.T, e *Engine, src Source, campaign string, r outRow, at ti
 }
 
 // scenario writes n campaigns on all three pipelines, then runs a round
-// after they settled, for updates rounds; change gives each pipeline's row.
+// after they settled, for updates rounds, and one more once the last
+// differences were held (Rules.Hold); change gives each pipeline's row.
 func scenario(t *testing.T, n, updates int, change func(src Source, i int, r outRow) outRow) (*Engine, time.Time) {
 	t.Helper()
 	e := NewEngine(DefaultRules())
@@ -48,6 +49,8 @@ func scenario(t *testing.T, n, updates int, change func(src Source, i int, r out
 		at = at.Add(10 * time.Second)
 		e.Round(at)
 	}
+	at = at.Add(e.rules.Hold)
+	e.Round(at)
 	return e, at
 }
 
@@ -150,7 +153,9 @@ func TestThresholds(t *testing.T) {
 				write(t, e, Dark("cand"), c, dark, t0)
 			}
 			e.Round(t0.Add(5 * time.Second))
-			if f := fieldOf(t, e.Report(t0.Add(5*time.Second)), outdiff.Pacing, "rate"); f.Verdict != tt.want {
+			at := t0.Add(5*time.Second + e.rules.Hold) // the differences found count now
+			e.Round(at)
+			if f := fieldOf(t, e.Report(at), outdiff.Pacing, "rate"); f.Verdict != tt.want {
 				t.Fatalf("%s: raw %.2f noise %.2f → %s, want %s", tt.description, f.RawRate, f.NoiseRate, f.Verdict, tt.want)
 			}
 		})

@@ -39,7 +39,7 @@ func (e *Engine) Report(now time.Time) Report {
 // a pass of the outputs.
 func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 	tr := TargetReport{Name: st.name, Source: st.source.String(), Campaigns: len(st.campaigns), Sampled: len(st.sampled), LastPoint: st.lastPoint,
-		Points: map[string]int{}, Resources: e.resources(st)}
+		Held: len(st.held), Withdrawn: len(st.withdrawn), Points: map[string]int{}, Resources: e.resources(st)}
 	counts := map[fieldKey]*fieldCount{}
 	missing := map[string]map[string]bool{}
 	for _, r := range st.rounds {
@@ -54,23 +54,13 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 				missing[o][c] = true
 			}
 		}
-		for k, fc := range r.fields {
-			sum := counts[k]
-			if sum == nil {
-				sum = &fieldCount{}
-				counts[k] = sum
-			}
-			sum.rawPoints += fc.rawPoints
-			sum.noisePoints += fc.noisePoints
-			sum.rawDiffs += fc.rawDiffs
-			sum.noiseDiffs += fc.noiseDiffs
-			sum.rawSize += fc.rawSize
-			sum.noiseSize += fc.noiseSize
-			sum.unexplained += fc.unexplained
-			sum.rawMissing += fc.rawMissing
-			sum.noiseMissing += fc.noiseMissing
-			sum.worst = worstOf(append(sum.worst, fc.worst...))
-		}
+		addCounts(counts, r.fields)
+	}
+	// What the held differences would add, were none withdrawn.
+	held := round{points: map[string]int{}, fields: map[fieldKey]*fieldCount{}}
+	for _, h := range st.held {
+		held.points[h.k.output]++
+		held.count(h.k.output, h.fields, h.ds, h.count)
 	}
 	tr.Missing = map[string]int{}
 	for _, o := range outputs {
@@ -92,11 +82,27 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 			}
 		}
 	}
-	var regressions, short, quietBefore, uncompared []string
+	var regressions, short, quietBefore, uncompared, pending []string
 	stopped := map[string]bool{} // outputs with a field no longer compared
+	waiting := map[string]bool{} // outputs with a field waiting for its held differences
 	for _, f := range outdiff.Fields() {
 		k := fieldKey{f.Output, f.Name}
 		fr := e.judgeField(f, tr.Points[f.Output], counts[k])
+		// Held differences: counted, they would make a pass no worse than
+		// the verdict without them, and a regression no better. A pass
+		// that holds with them is a pass; a regression only with them
+		// waits until they are counted or withdrawn.
+		if hc := held.fields[k]; hc != nil && fr.Verdict != Regression {
+			all := e.judgeField(f, tr.Points[f.Output]+held.points[f.Output], sumCounts(counts[k], hc))
+			if all.Verdict == Regression {
+				fr.Verdict = InsufficientData
+				waiting[f.Output] = true
+				pending = append(pending, fmt.Sprintf("%s %s: %d differences found within the last %s are held: counted then, unless a gap in the copy "+
+					"(a budget row with reason gap) explains them", f.Output, f.Name, hc.rawDiffs, e.rules.Hold))
+			} else {
+				fr = all
+			}
+		}
 		if _, ok := quiet[f.Output]; ok {
 			if fr.Verdict == Regression {
 				quietBefore = append(quietBefore, "before it went quiet: "+regressionReason(fr))
@@ -130,11 +136,12 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 				o, st.source, e.rules.Stale, lastText(at), stageOf(o), o))
 			continue
 		}
-		if tr.Points[o] >= e.rules.MinPoints && stopped[o] {
+		if tr.Points[o] >= e.rules.MinPoints && stopped[o] || waiting[o] {
 			continue // its reason is the field's
 		}
 		tr.Reasons = append(tr.Reasons, fmt.Sprintf("%s: %d points compared, need %d", o, tr.Points[o], e.rules.MinPoints))
 	}
+	tr.Reasons = append(tr.Reasons, pending...)
 	tr.Reasons = append(tr.Reasons, quietBefore...)
 	tr.Reasons = append(tr.Reasons, uncompared...)
 	if n := st.raw.resumedNow(); n > 0 && (slices.Contains(short, outdiff.Pacing) || slices.Contains(short, outdiff.BidMultipliers)) {
@@ -180,6 +187,42 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 		tr.Verdict = Pass
 	}
 	return tr
+}
+
+// addCounts adds each field's counts of from to counts.
+func addCounts(counts, from map[fieldKey]*fieldCount) {
+	for k, fc := range from {
+		sum := counts[k]
+		if sum == nil {
+			sum = &fieldCount{}
+			counts[k] = sum
+		}
+		sum.add(fc)
+	}
+}
+
+// sumCounts is a + b (either may be nil).
+func sumCounts(a, b *fieldCount) *fieldCount {
+	var sum fieldCount
+	for _, fc := range []*fieldCount{a, b} {
+		if fc != nil {
+			sum.add(fc)
+		}
+	}
+	return &sum
+}
+
+func (sum *fieldCount) add(fc *fieldCount) {
+	sum.rawPoints += fc.rawPoints
+	sum.noisePoints += fc.noisePoints
+	sum.rawDiffs += fc.rawDiffs
+	sum.noiseDiffs += fc.noiseDiffs
+	sum.rawSize += fc.rawSize
+	sum.noiseSize += fc.noiseSize
+	sum.unexplained += fc.unexplained
+	sum.rawMissing += fc.rawMissing
+	sum.noiseMissing += fc.noiseMissing
+	sum.worst = worstOf(append(slices.Clone(sum.worst), fc.worst...))
 }
 
 // judgeField applies the thresholds to one field's counts; outputPoints

@@ -14,6 +14,7 @@ type metrics struct {
 	points         *prometheus.GaugeVec
 	campaigns      *prometheus.GaugeVec
 	missing        *prometheus.GaugeVec
+	differences    *prometheus.GaugeVec
 	rawRatio       *prometheus.GaugeVec
 	noiseRatio     *prometheus.GaugeVec
 	resourceRatio  *prometheus.GaugeVec
@@ -38,6 +39,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Distinct sampled campaigns compared within the horizon."}, []string{"target"}),
 		missing: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_missing_campaigns",
 			Help: "Sampled campaigns whose live value of an output the dark target did not write, within the horizon."}, []string{"target", "output"}),
+		differences: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_differences",
+			Help: "Points with differences, dark vs live, not counted: held (counted after the hold) or withdrawn within the horizon (a gap in the copy explained them)."}, []string{"target", "state"}),
 		rawRatio: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_raw_difference_ratio",
 			Help: "Fraction of points where the dark target differs from its live source side."}, []string{"target", "output", "field"}),
 		noiseRatio: f.NewGaugeVec(prometheus.GaugeOpts{Name: "hotpair_dark_noise_difference_ratio",
@@ -73,6 +76,8 @@ func (m *metrics) update(rep Report) {
 		for o, n := range t.Missing {
 			m.missing.WithLabelValues(t.Name, o).Set(float64(n))
 		}
+		m.differences.WithLabelValues(t.Name, "held").Set(float64(t.Held))
+		m.differences.WithLabelValues(t.Name, "withdrawn").Set(float64(t.Withdrawn))
 		for _, f := range t.Fields {
 			m.fieldVerdict.WithLabelValues(t.Name, f.Output, f.Field).Set(b2f(f.Verdict == Regression))
 			m.rawRatio.WithLabelValues(t.Name, f.Output, f.Field).Set(f.RawRate)
@@ -91,7 +96,7 @@ func (m *metrics) update(rep Report) {
 		if !now[name] {
 			for _, v := range []interface {
 				DeletePartialMatch(prometheus.Labels) int
-			}{m.verdict, m.fieldVerdict, m.points, m.campaigns, m.missing, m.rawRatio, m.noiseRatio, m.resourceRatio, m.lastComparison} {
+			}{m.verdict, m.fieldVerdict, m.points, m.campaigns, m.missing, m.differences, m.rawRatio, m.noiseRatio, m.resourceRatio, m.lastComparison} {
 				v.DeletePartialMatch(prometheus.Labels{"target": name})
 			}
 		}

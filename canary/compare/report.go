@@ -84,6 +84,11 @@ type TargetReport struct {
 	// Missing per output: distinct sampled campaigns whose live value the
 	// dark target did not write, within the horizon.
 	Missing map[string]int `json:"missing"`
+	// Held: points with differences found and not counted yet (the rules'
+	// hold); Withdrawn: those a gap in the copy explained, within the
+	// horizon (a budget row with reason gap came for their campaign).
+	Held      int `json:"held"`
+	Withdrawn int `json:"withdrawn"`
 	// LastPoint is when a dark value was last compared.
 	LastPoint time.Time      `json:"last_point,omitzero"`
 	Fields    []FieldReport  `json:"fields"`

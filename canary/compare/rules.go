@@ -19,6 +19,15 @@ type Rules struct {
 	// window. Default 5s: half the aggregator window, which separates the
 	// same window written a little later from the next one.
 	MaxSkew time.Duration `yaml:"max_skew" json:"max_skew"`
+	// Hold: a difference dark vs live is counted this long after it is
+	// found. A budget row with reason gap for its campaign meanwhile (a
+	// crashed dispatcher replica's partitions taken over a session timeout
+	// later; a dispatcher that restarted) withdraws it when its window
+	// began before the row: the dark aggregator closed that window without
+	// the copies the gap withheld. 0 counts every difference at once.
+	// Default 20s: above a replica's takeover (the dispatcher's
+	// group_session_timeout 6s + gap_after 3s + the catch-up).
+	Hold time.Duration `yaml:"hold" json:"hold"`
 	// Horizon is how far back the verdict looks: points and health samples
 	// older than this no longer count. Default 10m.
 	Horizon time.Duration `yaml:"horizon" json:"horizon"`
@@ -71,7 +80,7 @@ type ResourceRules struct {
 // DefaultRules returns the defaults above.
 func DefaultRules() Rules {
 	return Rules{
-		Interval: 5 * time.Second, Settle: 2 * time.Second, MaxSkew: 5 * time.Second,
+		Interval: 5 * time.Second, Settle: 2 * time.Second, MaxSkew: 5 * time.Second, Hold: 20 * time.Second,
 		Horizon: 10 * time.Minute, Stale: time.Minute,
 		PacingRateAbs: 0.01, BidMultiplierRel: 0.01, Relative: 0.20, Absolute: 0.03,
 		MinPoints: 50, MinCampaigns: 10,
@@ -89,6 +98,10 @@ func (r Rules) Validate() error {
 		if d.v <= 0 {
 			return fmt.Errorf("%w: %s must be above 0 (e.g. %s), got %s", ErrConfig, d.key, defaultOf(d.key), d.v)
 		}
+	}
+	if r.Hold < 0 || r.Hold >= r.Horizon {
+		return fmt.Errorf("%w: hold must be at least 0 and under the horizon (e.g. 20s; 0 counts a difference at once), got %s with horizon %s",
+			ErrConfig, r.Hold, r.Horizon)
 	}
 	if r.Horizon < 2*r.Interval || r.Stale < r.Interval {
 		return fmt.Errorf("%w: horizon must be at least twice the interval and stale at least the interval (horizon %s, stale %s, interval %s)",

@@ -19,7 +19,7 @@ import (
 // One target, "cand", copies the primary. Commands, one a line (# starts a
 // comment):
 //
-//	config KEY=VALUE…          min_points, min_campaigns, relative, absolute, stale
+//	config KEY=VALUE…          min_points, min_campaigns, relative, absolute, stale, hold
 //	write PIPELINES K=V…       PIPELINES: primary,standby,dark; campaigns=N [from=I]
 //	                           [status=S] [day=D] [spent=N] [lifetime=N]
 //	                           [rate=F] [mult=F] [written=D] [window=D]
@@ -35,7 +35,8 @@ import (
 //	                           then a copy resumed, a dispatcher restart)
 //	unsample campaigns=N [from=I] the dispatcher takes them back (a tombstone)
 //	advance D                  time passes by D (the writes settle), then a round
-//	expect K=V…                verdict=, campaigns=, sampled=, points= (each output's)
+//	expect K=V…                verdict=, campaigns=, sampled=, points= (each output's),
+//	                           held=, withdrawn= (points with differences)
 //	expect-field OUT/FIELD K=V… verdict=, raw=DIFFS/POINTS, noise=DIFFS/POINTS,
 //	                           missing=RAW/NOISE (of the diffs, values missing)
 //	expect-reason TEXT         a reason of the target contains TEXT
@@ -165,12 +166,13 @@ func (s *story) config(kv map[string]string) {
 	r.MinCampaigns = int(s.num(kv, "min_campaigns", float64(r.MinCampaigns)))
 	r.Relative = s.num(kv, "relative", r.Relative)
 	r.Absolute = s.num(kv, "absolute", r.Absolute)
-	if v, ok := kv["stale"]; ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			s.fatalf("stale: %v", err)
+	for key, d := range map[string]*time.Duration{"stale": &r.Stale, "hold": &r.Hold} {
+		if v, ok := kv[key]; ok {
+			var err error
+			if *d, err = time.ParseDuration(v); err != nil {
+				s.fatalf("%s: %v", key, err)
+			}
 		}
-		r.Stale = d
 	}
 	if err := r.Validate(); err != nil {
 		s.fatalf("%v", err)
@@ -235,7 +237,7 @@ func (s *story) expect(kv map[string]string) {
 	s.t.Helper()
 	tr := s.report()
 	got := map[string]string{"verdict": strings.ReplaceAll(tr.Verdict.String(), " ", "-"), "campaigns": strconv.Itoa(tr.Campaigns),
-		"sampled": strconv.Itoa(tr.Sampled)}
+		"sampled": strconv.Itoa(tr.Sampled), "held": strconv.Itoa(tr.Held), "withdrawn": strconv.Itoa(tr.Withdrawn)}
 	if p, ok := kv["points"]; ok {
 		for o, n := range tr.Points {
 			if strconv.Itoa(n) != p {

@@ -36,6 +36,10 @@ type targetState struct {
 	// compared is when each field was last compared, dark against live.
 	compared map[fieldKey]time.Time
 	rounds   []round
+	// held are the differences found and not counted yet (Rules.Hold);
+	// withdrawn, when each difference a gap in the copy explained was.
+	held      []heldPoint
+	withdrawn []time.Time
 	// again: the target was judged before, removed and set again, or
 	// wrote nothing for longer than stale (its copy has a gap); its next
 	// round starts the comparison afresh.
@@ -69,6 +73,17 @@ func (st *targetState) admit(campaign string, at time.Time, stale time.Duration)
 		delete(st.left, campaign)
 	}
 	return true
+}
+
+// heldPoint is a dark-vs-live point with differences, counted Rules.Hold
+// after it was found unless a gap in the copy explains it (release).
+type heldPoint struct {
+	k          outputKey
+	live, dark version
+	fields     []string
+	ds         []outdiff.Diff
+	count      func(*fieldCount, *outdiff.Diff)
+	found      time.Time
 }
 
 // round is what one comparison round of a target counted.
@@ -116,6 +131,7 @@ func (st *targetState) round(e *Engine, now time.Time) {
 	}
 	r := round{at: now, points: map[string]int{}, noisePoints: map[string]int{}, fields: map[fieldKey]*fieldCount{}, missing: map[string][]string{}}
 	live, prim, stby := e.live[sideIndex(st.source)], e.live[0], e.live[1]
+	st.release(&r, now, e.rules)
 	for _, first := range []bool{true, false} {
 		for k := range st.table.ver {
 			if (k.output == outdiff.BudgetStatus) != first {
@@ -129,9 +145,14 @@ func (st *targetState) round(e *Engine, now time.Time) {
 			if len(fields) == 0 {
 				continue
 			}
-			r.points[k.output]++
 			st.campaigns[k.campaign], st.lastPoint = now, now
 			st.comparedNow(k.output, fields, now)
+			if len(ds) > 0 && e.rules.Hold > 0 {
+				st.held = append(st.held, heldPoint{k: k, live: live.ver[k], dark: st.table.ver[k], fields: fields, ds: ds,
+					count: st.rawCount(k, now), found: now})
+				continue
+			}
+			r.points[k.output]++
 			r.count(k.output, fields, ds, st.rawCount(k, now))
 		}
 	}
@@ -159,6 +180,33 @@ func (st *targetState) round(e *Engine, now time.Time) {
 		}
 	}
 	st.rounds = append(st.rounds, r)
+}
+
+// release counts into r the held differences found Rules.Hold ago, and
+// withdraws those whose values follow from what the copy lacked: a budget
+// row with reason gap (or any that starts the campaign's comparison afresh,
+// pairState.before) came for the campaign after the window began. A
+// crashed dispatcher replica's campaigns are copied again only a session
+// timeout later, while the other replica's copies move the dark
+// aggregator's clock on, so a window that straddled the crash is closed on
+// dark with the copies made before it and read as a spend difference of
+// the build before the gap row can say why.
+func (st *targetState) release(r *round, now time.Time, rules Rules) {
+	keep := st.held[:0]
+	for _, h := range st.held {
+		since := st.sampled[h.k.campaign]
+		switch {
+		case now.Sub(h.found) < rules.Hold:
+			keep = append(keep, h)
+		case st.raw.before(h.live, since, rules) || st.raw.before(h.dark, since, rules):
+			st.withdrawn = append(st.withdrawn, now)
+		default:
+			r.points[h.k.output]++
+			r.count(h.k.output, h.fields, h.ds, h.count)
+		}
+	}
+	clear(st.held[len(keep):])
+	st.held = keep
 }
 
 // outputs are the compared outputs, budget status first.
@@ -272,6 +320,7 @@ func exact(output, field string) bool {
 // prune forgets rounds, campaigns, rows and samples older than from.
 func (st *targetState) prune(from time.Time) {
 	st.rounds = slices.DeleteFunc(st.rounds, func(r round) bool { return r.at.Before(from) })
+	st.withdrawn = slices.DeleteFunc(st.withdrawn, func(at time.Time) bool { return at.Before(from) })
 	for c, at := range st.campaigns {
 		if at.Before(from) {
 			delete(st.campaigns, c)

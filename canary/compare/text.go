@@ -26,6 +26,9 @@ func (r Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, " %s %d", o, t.Points[o])
 		}
 		fmt.Fprintf(w, "; sampled %d", t.Sampled)
+		if t.Held > 0 || t.Withdrawn > 0 {
+			fmt.Fprintf(w, "; differences held %d (counted after %s), withdrawn %d (a gap in the copy)", t.Held, r.Rules.Hold, t.Withdrawn)
+		}
 		if n := t.Missing[outdiff.BudgetStatus] + t.Missing[outdiff.Pacing] + t.Missing[outdiff.BidMultipliers]; n > 0 {
 			fmt.Fprintf(w, "; missing on dark")
 			for _, o := range outputs {
