@@ -151,6 +151,15 @@ func TestDarkCanaryBuilds(t *testing.T) {
 	if 2*session > grace {
 		t.Errorf("%s: group_session_timeout %v is not well under the comparator's grace %v (want at most half)", dispatchCfg, session, grace)
 	}
+	// A window that straddled the crash is closed on dark without the
+	// copies the gap withheld; the comparator holds that difference until
+	// the survivor's gap rows can withdraw it: a session timeout, gap_after
+	// and the catch-up after the crash.
+	gapAfter := configDuration(t, dispatchCfg, 3*time.Second, "gap_after")
+	if hold := configDuration(t, compareCfg, 20*time.Second, "hold"); hold < 2*(session+gapAfter) {
+		t.Errorf("%s: hold %v is under twice a replica's takeover (group_session_timeout %v + gap_after %v): a crash mid-window reads as a spend regression",
+			compareCfg, hold, session, gapAfter)
+	}
 	if side, _ := configValue(t, dispatchCfg, "side").(string); side != "primary" {
 		t.Errorf("%s: side %q, want primary (the canary is fed from the primary)", dispatchCfg, side)
 	}
