@@ -62,6 +62,12 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 		held.points[h.k.output]++
 		held.count(h.k.output, h.fields, h.ds, h.count)
 	}
+	withdrawn := map[fieldKey]int{}
+	for _, w := range st.withdrawn {
+		for _, k := range w.fields {
+			withdrawn[k]++
+		}
+	}
 	tr.Missing = map[string]int{}
 	for _, o := range outputs {
 		tr.Missing[o] = len(missing[o])
@@ -119,6 +125,7 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 			uncompared = append(uncompared, fmt.Sprintf("%s %s: no comparison for more than %s (last %s) while other fields are compared",
 				f.Output, f.Name, e.rules.Stale, lastText(at)))
 		}
+		fr.Withdrawn = withdrawn[k]
 		tr.Fields = append(tr.Fields, fr)
 		switch fr.Verdict {
 		case Regression:

@@ -120,6 +120,9 @@ type FieldReport struct {
 	// standby) did not write at all (docs/dark.md, "Missing campaigns").
 	RawMissing   int `json:"raw_missing,omitempty"`
 	NoiseMissing int `json:"noise_missing,omitempty"`
+	// Withdrawn counts the differences of the field that were held and
+	// withdrawn within the horizon: a gap in the copy explained them.
+	Withdrawn int `json:"withdrawn,omitempty"`
 	// Worst are the campaigns with the largest differences, both values.
 	Worst []Example `json:"worst,omitempty"`
 }

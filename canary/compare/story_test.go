@@ -38,7 +38,8 @@ import (
 //	expect K=V…                verdict=, campaigns=, sampled=, points= (each output's),
 //	                           held=, withdrawn= (points with differences)
 //	expect-field OUT/FIELD K=V… verdict=, raw=DIFFS/POINTS, noise=DIFFS/POINTS,
-//	                           missing=RAW/NOISE (of the diffs, values missing)
+//	                           missing=RAW/NOISE (of the diffs, values missing),
+//	                           withdrawn=N (held differences a gap explained)
 //	expect-reason TEXT         a reason of the target contains TEXT
 func TestStories(t *testing.T) {
 	files, _ := filepath.Glob("testdata/stories/*.txt")
@@ -265,7 +266,7 @@ func (s *story) expectField(args []string) {
 		}
 		got := map[string]string{"verdict": strings.ReplaceAll(f.Verdict.String(), " ", "-"),
 			"raw": fmt.Sprintf("%d/%d", f.RawDiffs, f.RawPoints), "noise": fmt.Sprintf("%d/%d", f.NoiseDiffs, f.NoisePoints),
-			"missing": fmt.Sprintf("%d/%d", f.RawMissing, f.NoiseMissing)}
+			"missing": fmt.Sprintf("%d/%d", f.RawMissing, f.NoiseMissing), "withdrawn": strconv.Itoa(f.Withdrawn)}
 		for k, want := range kvs(args[1:]) {
 			if got[k] != want {
 				s.fatalf("%s %s=%s, want %s", args[0], k, got[k], want)

@@ -37,9 +37,9 @@ type targetState struct {
 	compared map[fieldKey]time.Time
 	rounds   []round
 	// held are the differences found and not counted yet (Rules.Hold);
-	// withdrawn, when each difference a gap in the copy explained was.
+	// withdrawn, the points a gap in the copy explained.
 	held      []heldPoint
-	withdrawn []time.Time
+	withdrawn []withdrawal
 	// again: the target was judged before, removed and set again, or
 	// wrote nothing for longer than stale (its copy has a gap); its next
 	// round starts the comparison afresh.
@@ -84,6 +84,12 @@ type heldPoint struct {
 	ds         []outdiff.Diff
 	count      func(*fieldCount, *outdiff.Diff)
 	found      time.Time
+}
+
+// withdrawal is a held point withdrawn at at: the fields that differed.
+type withdrawal struct {
+	at     time.Time
+	fields []fieldKey
 }
 
 // round is what one comparison round of a target counted.
@@ -199,7 +205,11 @@ func (st *targetState) release(r *round, now time.Time, rules Rules) {
 		case now.Sub(h.found) < rules.Hold:
 			keep = append(keep, h)
 		case st.raw.before(h.live, since, rules) || st.raw.before(h.dark, since, rules):
-			st.withdrawn = append(st.withdrawn, now)
+			w := withdrawal{at: now}
+			for _, d := range h.ds {
+				w.fields = append(w.fields, fieldKey{h.k.output, d.Field})
+			}
+			st.withdrawn = append(st.withdrawn, w)
 		default:
 			r.points[h.k.output]++
 			r.count(h.k.output, h.fields, h.ds, h.count)
@@ -320,7 +330,7 @@ func exact(output, field string) bool {
 // prune forgets rounds, campaigns, rows and samples older than from.
 func (st *targetState) prune(from time.Time) {
 	st.rounds = slices.DeleteFunc(st.rounds, func(r round) bool { return r.at.Before(from) })
-	st.withdrawn = slices.DeleteFunc(st.withdrawn, func(at time.Time) bool { return at.Before(from) })
+	st.withdrawn = slices.DeleteFunc(st.withdrawn, func(w withdrawal) bool { return w.at.Before(from) })
 	for c, at := range st.campaigns {
 		if at.Before(from) {
 			delete(st.campaigns, c)

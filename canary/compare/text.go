@@ -41,8 +41,12 @@ func (r Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-16s %-22s %-18s %-20s %-20s\n", "output", "field", "verdict", "dark≠live", "primary≠standby")
 		for _, f := range t.Fields {
-			fmt.Fprintf(w, "  %-16s %-22s %-18s %-20s %-20s\n", f.Output, f.Field, f.Verdict,
-				fmt.Sprintf("%d/%d %.1f%%", f.RawDiffs, f.RawPoints, 100*f.RawRate), fmt.Sprintf("%d/%d %.1f%%", f.NoiseDiffs, f.NoisePoints, 100*f.NoiseRate))
+			var withdrawn string
+			if f.Withdrawn > 0 {
+				withdrawn = fmt.Sprintf(" (%d withdrawn)", f.Withdrawn)
+			}
+			fmt.Fprintf(w, "  %-16s %-22s %-18s %-20s %-20s%s\n", f.Output, f.Field, f.Verdict,
+				fmt.Sprintf("%d/%d %.1f%%", f.RawDiffs, f.RawPoints, 100*f.RawRate), fmt.Sprintf("%d/%d %.1f%%", f.NoiseDiffs, f.NoisePoints, 100*f.NoiseRate), withdrawn)
 		}
 		fmt.Fprintf(w, "  resources: %s\n", t.Resources.Verdict)
 		for _, reason := range t.Resources.Reasons {
