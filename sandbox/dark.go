@@ -232,12 +232,17 @@ func dispatcherSessionTimeout(t Timing) time.Duration {
 	return max(time.Second, 2*t.AggLateness)
 }
 
+// dispatcherGapAfter is the dispatchers' gap_after: half their session
+// timeout, so that a takeover after a crash is a gap and a clean
+// rebalance is not.
+func dispatcherGapAfter(t Timing) time.Duration { return dispatcherSessionTimeout(t) / 2 }
+
 func (s *Sandbox) newDispatcher(id string) (*dispatch.Dispatcher, error) {
 	primary := s.clusters[contract.Primary.String()]
 	c := dispatch.Config{ZK: []string{s.zkAddr}, ZKRoot: s.opts.ZKRoot, ZKSessionTimeout: s.opts.Timing.ZKSession,
 		Side: contract.Primary, LiveBrokers: primary.brokers(), LiveAuth: s.kafkaAuth(), TargetAuth: s.kafkaAuth(),
 		Group: darkDispatchGroup, Start: dispatch.StartOldest, DeliveryTimeout: darkDeliveryTimeout(s.opts.Timing),
-		GapAfter: dispatcherSessionTimeout(s.opts.Timing) / 2}
+		GapAfter: dispatcherGapAfter(s.opts.Timing)}
 	if id == "" {
 		return dispatch.New(c, dispatch.WithLogger(s.log), dispatch.WithRegisterer(s.regs.add("dark-dispatch")))
 	}

@@ -662,6 +662,10 @@ func (s *Sandbox) monitorConfig(i int) monitor.Config {
 		// as insufficient data within a scenario's time).
 		c.Dark.Settle, c.Dark.MaxSkew = t.AggWindow/5, t.AggWindow/2
 		c.Dark.Interval, c.Dark.Stale = t.AggWindow/2, 10*t.AggWindow
+		// A difference waits for the gap rows of a replica's takeover, as
+		// the default 20 s does for production's (twice the session
+		// timeout and gap_after).
+		c.Dark.Hold = 2 * (dispatcherSessionTimeout(t) + dispatcherGapAfter(t))
 	}
 	return c
 }

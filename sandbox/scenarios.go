@@ -37,6 +37,11 @@ func scenarios() []scenario {
 			options: func(o *Options) { o.Dark, o.DarkMultiplier, o.Campaigns = true, 0.25, darkCanaryCampaigns }, run: darkPause},
 		{name: "dark-dispatcher-crash", summary: "the same build runs dark and passes; the dispatcher crashes and starts again, what it read in its last " + crashUncommitted.String() + " uncommitted: it reads back what the target has and copies none of it twice, so spend and status stay equal to live's and are still compared, never a regression; pacing and bids wait for the campaigns' next day (the copy had a gap), and the report says so",
 			options: func(o *Options) { o.Dark, o.DarkMultiplier, o.Campaigns = true, 0.25, darkCanaryCampaigns }, run: darkDispatcherCrash},
+		{name: "dark-replica-crash", summary: "the same build runs dark, copied by two dispatcher replicas, and passes (the second replica's start-up rows are no gap); one replica crashes: its partitions are not copied until the group's session timeout moves them to the other, which sends their sampled campaigns' budget rows again with reason gap: never a regression (a window the crash cut is withdrawn), spend and status still compared, pacing and bids still compared for the other campaigns",
+			timing: func(t *Timing) { t.AggWindow, t.Window = 1500*time.Millisecond, 6*time.Second },
+			options: func(o *Options) {
+				o.Dark, o.DarkMultiplier, o.Campaigns, o.DarkDispatchers = true, 0.25, darkCanaryCampaigns, 2
+			}, run: darkReplicaCrash},
 		{name: "dark-canary", summary: "the same build runs dark at multiplier 0.25: the comparator passes it (raw differences within the noise), the dark cluster holds exactly the campaigns the hash chose, nothing of it reaches a live topic or the selection; then the dark target dies: live goes on, the dispatcher counts what it cannot deliver, the verdict turns to insufficient data",
 			options: func(o *Options) { o.Dark, o.DarkMultiplier, o.Campaigns = true, 0.25, darkCanaryCampaigns }, run: darkCanary},
 	}

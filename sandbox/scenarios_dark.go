@@ -166,16 +166,7 @@ func darkDispatcherCrash(r *run) {
 	failed, _ := metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_resume_failures_total", "target", DarkName)
 	r.check("the new dispatcher finds its copies on the target and sends none twice", ok && failed == 0,
 		"%.0f copies found and not sent again, %.0f read-backs failed, %s after the restart", skipped, failed, took.Round(100*time.Millisecond))
-	hold := r.stale() + r.window(3)
-	_, ok = r.holds(hold, func() bool { rep = r.darkReport(); return rep.Verdict != compare.Regression })
-	r.check("never a regression", ok, "for %s after the crash: %s", hold, darkSummary(rep))
-	after := darkFieldPoints(rep)
-	var stopped []string
-	for _, f := range []string{"budget-status status", "budget-status spent_today_micros"} {
-		if after[f] <= before[f] {
-			stopped = append(stopped, fmt.Sprintf("%s %d → %d", f, before[f], after[f]))
-		}
-	}
+	rep, after, stopped := r.neverARegressionAfterCrash(before)
 	tr := darkTarget(rep)
 	reason := func(text string) bool {
 		return tr != nil && slices.ContainsFunc(tr.Reasons, func(s string) bool { return strings.Contains(s, text) })
@@ -189,6 +180,66 @@ func darkDispatcherCrash(r *run) {
 	r.check("pacing and bids wait for the next day, and the report says why", rep.Verdict == compare.InsufficientData && said,
 		"%s", darkSummary(rep))
 	r.liveUntouched()
+}
+
+// darkReplicaCrash: the good build passes dark, copied by two dispatcher
+// replicas (each sent every sampled campaign's budget row when it started:
+// no gap, so pacing and bids are compared). One crashes without leaving the
+// group (crash-dispatcher-replica): its partitions' campaigns get no copy
+// until the session timeout moves them to the other replica, while the
+// other campaigns' copies go on, so the dark pipeline writes nothing for
+// the first ones meanwhile. Judged as missing, that would be a regression
+// of a good build. The replica that takes them over sends their rows again
+// with reason gap: the comparator compares them afresh from then on, their
+// pacing and bids from their next day, and the others as before.
+func darkReplicaCrash(r *run) {
+	r.steady("both sides healthy, a dark target running")
+	var rep compare.Report
+	took, ok := r.waitFor(time.Minute, func() bool {
+		rep = r.darkReport()
+		return rep.Verdict == compare.Pass && fieldVerdict(rep, "pacing", "rate") == compare.Pass
+	})
+	r.check("the comparator's verdict is pass, pacing compared (two replicas' start-up rows are no gap)", ok,
+		"after %s: %s", took.Round(100*time.Millisecond), darkSummary(rep))
+	if !ok {
+		return
+	}
+	before := darkFieldPoints(rep)
+	r.inject(FaultSpec{Kind: FaultCrashReplica})
+	survivor := replicaID(1, r.s.opts.DarkDispatchers)
+	var gaps float64
+	took, ok = r.waitFor(dispatcherSessionTimeout(r.t)+r.window(2), func() bool {
+		gaps, _ = metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_gap_partitions_total", "replica", survivor)
+		return gaps > 0
+	})
+	r.check("the other replica takes the crashed one's partitions over and sends their rows again", ok,
+		"%s resumed %.0f partitions after a gap, %s after the crash", survivor, gaps, took.Round(100*time.Millisecond))
+	rep, after, stopped := r.neverARegressionAfterCrash(before)
+	r.check("spend and status are still compared, equal", len(stopped) == 0 && fieldVerdict(rep, "budget-status", "status") == compare.Pass,
+		"points before the crash %v, after %v; not compared since: %v; %s", before, after, stopped, darkSummary(rep))
+	// Only the crashed replica's campaigns had a gap: the others' pacing
+	// and bids go on being compared.
+	r.check("pacing and bids still compared for the campaigns whose copy had no gap",
+		after["pacing rate"] > before["pacing rate"] && after["bid-multipliers multiplier"] > before["bid-multipliers multiplier"],
+		"points before the crash %v, after %v: %s", before, after, darkSummary(rep))
+	r.liveUntouched()
+}
+
+// neverARegressionAfterCrash checks that the dark verdict is never a
+// regression for stale and three windows after a crash, and returns the
+// last report, its points per field, and which of status and spend were
+// not compared since before (their points before the crash).
+func (r *run) neverARegressionAfterCrash(before map[string]int) (rep compare.Report, after map[string]int, stopped []string) {
+	hold := r.stale() + r.window(3)
+	_, ok := r.holds(hold, func() bool { rep = r.darkReport(); return rep.Verdict != compare.Regression })
+	r.check("never a regression", ok, "for %s after the crash: %s", hold, darkSummary(rep))
+	after = darkFieldPoints(rep)
+	for _, f := range []string{"budget-status status", "budget-status spent_today_micros"} {
+		if after[f] <= before[f] {
+			stopped = append(stopped, fmt.Sprintf("%s %d → %d", f, before[f], after[f]))
+		}
+	}
+	return rep, after, stopped
 }
 
 // darkFieldPoints is each field's dark-vs-live points in rep ("output field").
@@ -269,6 +320,14 @@ func darkSummary(rep compare.Report) string {
 	s := fmt.Sprintf("verdict %s, %d campaigns compared of %d sampled, points budget-status %d pacing %d bid-multipliers %d, missing %d %d %d",
 		tr.Verdict, tr.Campaigns, tr.Sampled, tr.Points["budget-status"], tr.Points["pacing"], tr.Points["bid-multipliers"],
 		tr.Missing["budget-status"], tr.Missing["pacing"], tr.Missing["bid-multipliers"])
+	if tr.Held > 0 || tr.Withdrawn > 0 {
+		s += fmt.Sprintf(", differences held %d withdrawn %d", tr.Held, tr.Withdrawn)
+		for _, f := range tr.Fields {
+			if f.Withdrawn > 0 {
+				s += fmt.Sprintf(" (%s %s %d)", f.Output, f.Field, f.Withdrawn)
+			}
+		}
+	}
 	if len(tr.Reasons) > 0 {
 		s += "; " + strings.Join(tr.Reasons, "; ")
 	}
