@@ -268,6 +268,18 @@ func (e *Engine) judgeField(f outdiff.Field, outputPoints int, fc *fieldCount) F
 	return fr
 }
 
+// newestOf is when t's latest value of any output for any of campaigns
+// arrived (zero: none).
+func newestOf(t *table, campaigns map[string]time.Time) time.Time {
+	var at time.Time
+	for _, o := range outputs {
+		if n := newest(t, o, campaigns); n.After(at) {
+			at = n
+		}
+	}
+	return at
+}
+
 // newest is when t's latest value of output for any of campaigns arrived
 // (zero: none).
 func newest(t *table, output string, campaigns map[string]time.Time) time.Time {

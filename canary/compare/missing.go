@@ -184,6 +184,7 @@ func (st *targetState) sample(campaign string, row []byte, reason contract.DarkR
 		// and bids are not compared until its next day (spend and status
 		// are: they do not depend on when the spend came).
 		st.raw.resumed[campaign] = campaignDay(row, at)
+		st.lastGap = at
 	}
 	// The latest row: after a gap the copy may lack what came before it, as
 	// after a campaign first went dark. A budget changed by an operator

@@ -77,6 +77,15 @@ type ResourceRules struct {
 	DeadLetterRateAbs float64       `yaml:"dead_letter_rate_abs" json:"dead_letter_rate_abs"`
 }
 
+// silence is how long a dark target may write no output while its source
+// side writes before it counts as stalled, and the differences held wait
+// for it to write again (targetState.release): twice max_skew, an
+// aggregator window when max_skew is half a window as recommended. A
+// stall must show before a difference found as the target stopped is
+// released: at most silence + interval after its last output, against
+// settle + hold at least.
+func (r Rules) silence() time.Duration { return 2 * r.MaxSkew }
+
 // DefaultRules returns the defaults above.
 func DefaultRules() Rules {
 	return Rules{

@@ -30,6 +30,10 @@ type targetState struct {
 	// they are sent again (a row), or, for one without a budget row, until
 	// it writes again more than stale later.
 	left map[string]time.Time
+	// lastGap is when the latest budget row with reason gap came, for any
+	// campaign: the gap the copy of a campaign without a budget row (no
+	// row to send again) may have had too (release).
+	lastGap time.Time
 	// rows are the sampled campaigns' latest budget rows.
 	rows      map[string][]byte
 	lastPoint time.Time
@@ -46,15 +50,24 @@ type targetState struct {
 	again bool
 	// lastOutput is when the target's latest output record arrived.
 	lastOutput time.Time
+	// stalled: the target wrote nothing for longer than Rules.silence
+	// while its source side wrote (its copy stopped); back is when it
+	// wrote again after its latest stall.
+	stalled bool
+	back    time.Time
 }
 
 // received notes that an output record of the target arrived at at: the
 // first after a silence longer than stale (the target was dead, paused by
 // its dispatcher, cut off) starts the comparison afresh, as a target set
-// again does.
+// again does; the first after a stall restarts the hold of the
+// differences held (release).
 func (st *targetState) received(at time.Time, stale time.Duration) {
 	if !st.lastOutput.IsZero() && at.Sub(st.lastOutput) > stale {
 		st.again = true
+	}
+	if st.stalled {
+		st.stalled, st.back = false, at
 	}
 	st.lastOutput = at
 }
@@ -137,7 +150,7 @@ func (st *targetState) round(e *Engine, now time.Time) {
 	}
 	r := round{at: now, points: map[string]int{}, noisePoints: map[string]int{}, fields: map[fieldKey]*fieldCount{}, missing: map[string][]string{}}
 	live, prim, stby := e.live[sideIndex(st.source)], e.live[0], e.live[1]
-	st.release(&r, now, e.rules)
+	st.release(&r, now, e.rules, live)
 	for _, first := range []bool{true, false} {
 		for k := range st.table.ver {
 			if (k.output == outdiff.BudgetStatus) != first {
@@ -197,12 +210,28 @@ func (st *targetState) round(e *Engine, now time.Time) {
 // aggregator's clock on, so a window that straddled the crash is closed on
 // dark with the copies made before it and read as a spend difference of
 // the build before the gap row can say why.
-func (st *targetState) release(r *round, now time.Time, rules Rules) {
+//
+// A single dispatcher that stops (a restart, a crash) sends its gap rows
+// only once it runs again and has caught up, however long that takes; the
+// dark target writes nothing meanwhile but the windows its aggregator
+// closed on the idle timeout, short of the copies. So a held difference is
+// not counted while the target is stalled — silent for longer than
+// Rules.silence while its source side writes — and counts hold after it
+// wrote again, not before. A campaign without a budget row gets no gap
+// row of its own: any campaign's gap row withdraws its differences too
+// (its copy may have had the same gap; the comparator cannot tell).
+func (st *targetState) release(r *round, now time.Time, rules Rules, live *table) {
+	if src := newestOf(live, st.sampled); !st.lastOutput.IsZero() && src.Sub(st.lastOutput) > rules.silence() {
+		st.stalled = true
+	}
 	keep := st.held[:0]
 	for _, h := range st.held {
-		since := st.sampled[h.k.campaign]
+		since, ok := st.sampled[h.k.campaign]
+		if !ok {
+			since = st.lastGap
+		}
 		switch {
-		case now.Sub(h.found) < rules.Hold:
+		case st.stalled || now.Sub(h.found) < rules.Hold || now.Sub(st.back) < rules.Hold:
 			keep = append(keep, h)
 		case st.raw.before(h.live, since, rules) || st.raw.before(h.dark, since, rules):
 			w := withdrawal{at: now}
@@ -331,6 +360,7 @@ func exact(output, field string) bool {
 func (st *targetState) prune(from time.Time) {
 	st.rounds = slices.DeleteFunc(st.rounds, func(r round) bool { return r.at.Before(from) })
 	st.withdrawn = slices.DeleteFunc(st.withdrawn, func(w withdrawal) bool { return w.at.Before(from) })
+	st.held = slices.DeleteFunc(st.held, func(h heldPoint) bool { return h.found.Before(from) })
 	for c, at := range st.campaigns {
 		if at.Before(from) {
 			delete(st.campaigns, c)
