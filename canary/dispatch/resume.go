@@ -24,8 +24,9 @@ import (
 // carries contract.HeaderDarkSource) and sends only what is not there.
 
 // resumeMargin is how far before a resumed partition's first record the
-// target is read back: copies keep the live record's timestamp, which the
-// ads servers' clocks set, so later records may carry slightly earlier ones.
+// target is read back: the live records' timestamps are the ads servers'
+// clocks, a copy's the dispatcher's when it sent it (never before its live
+// record was written, unless those clocks are more than the margin apart).
 const resumeMargin = time.Minute
 
 // resumeTimeout bounds the read of one target. When it is exceeded, or the

@@ -25,17 +25,24 @@ func topicsOf(prefix string) darkTopics {
 // the record's bytes unchanged (a record live dead-letters, the dark
 // pipeline dead-letters too); clone k ≥ 1 carries campaign and event id
 // DarkCloneID(…, k), keyed by the clone's campaign as the pipelines expect.
+//
+// A copy's timestamp is when it is sent, not the live record's: franz-go
+// counts the delivery timeout from a record's timestamp, so every copy of a
+// record older than the timeout — the backlog of a dispatcher that comes
+// back after a while, or of a takeover — failed at once, and the dark copy
+// lacked it. (The ad event's own ts, which the pipelines read, is in its
+// bytes, unchanged.)
 func copyEvent(r *kgo.Record, k int, topic string, src contract.DarkSource) (*kgo.Record, error) {
 	h := withSource(r.Headers, src)
 	if k == 0 {
-		return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h, Timestamp: r.Timestamp}, nil
+		return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h}, nil
 	}
 	e, err := contract.DecodeAdEvent(r.Value)
 	if err != nil {
 		return nil, err
 	}
 	e.Campaign, e.ID = contract.DarkCloneID(e.Campaign, k), contract.DarkCloneID(e.ID, k)
-	return encodeEvent(e, topic, h, r.Timestamp)
+	return encodeEvent(e, topic, h, time.Time{})
 }
 
 // withSource is the live record's headers and the copy's source (a new
