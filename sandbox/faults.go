@@ -29,7 +29,7 @@ const (
 	FaultTraffic       = "traffic"                  // upstream traffic changes Factor times (a surge or a drop)
 	FaultRestartMons   = "restart-monitors"         // both monitor replicas stop and start again, their memory gone
 	FaultStopDark      = "stop-dark"                // the dark target's Kafka cluster goes away (with a dark target)
-	FaultCrashDispatch = "crash-dispatcher"         // the dark dispatcher dies and starts again, its last seconds' reads uncommitted
+	FaultCrashDispatch = "crash-dispatcher"         // the dark dispatcher dies and starts again (after --for D), its last seconds' reads uncommitted
 	FaultCrashReplica  = "crash-dispatcher-replica" // one of several dark dispatcher replicas dies; the others take its partitions after the session timeout
 )
 
@@ -339,7 +339,14 @@ func (fs *faults) apply(f *Fault, p parsedSpec) error {
 			return err
 		}
 		f.Detail = fmt.Sprintf("the dispatcher stopped; its group's offsets went back by what it read in the last %s (up to %d records "+
-			"a partition), as after a crash between two commits; a new one started", crashUncommitted, n)
+			"a partition), as after a crash between two commits", crashUncommitted, n)
+		if p.dur == 0 {
+			f.Detail += "; a new one started"
+			return s.runDispatcher()
+		}
+		// --for D: down until healed, as a process that takes D to come back.
+		f.Detail += "; a new one starts when the fault heals"
+		f.heal = s.runDispatcher
 	case FaultCrashReplica:
 		id, err := s.crashDispatcherReplica()
 		if err != nil {
