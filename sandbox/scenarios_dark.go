@@ -137,15 +137,19 @@ func darkPause(r *run) {
 }
 
 // darkDispatcherCrash: the good build passes dark; the dispatcher crashes
-// and starts again with what it read in its last seconds uncommitted
-// (crash-dispatcher). Copied again, those records would count twice in the
-// dark pipeline wherever their window was still open: those campaigns
-// would spend more on dark than on live for the rest of their day, their
-// status no longer comparable. The new dispatcher reads back what the
-// target has and sends none of it again, so spend and status go on being
-// compared, equal. The copy still had a gap (it sends every budget row
-// again), so pacing and bids wait for the campaigns' next day: the verdict
-// becomes insufficient data, with that reason, never a regression.
+// with what it read in its last seconds uncommitted, and starts again only
+// after longer than the comparator's hold (crash-dispatcher --for, as a
+// restarted pod takes a while). Copied again, the uncommitted records would count twice
+// in the dark pipeline wherever their window was still open: those
+// campaigns would spend more on dark than on live for the rest of their
+// day, their status no longer comparable. The new dispatcher reads back
+// what the target has and sends none of it again; it copies the backlog,
+// older than its delivery timeout, all of it; and the windows the dark
+// aggregator closed on the idle timeout while it was down, short of
+// copies, are withdrawn by its gap rows (the target was stalled meanwhile).
+// So spend and status go on being compared, equal. Pacing and bids wait for
+// the campaigns' next day: the verdict becomes insufficient data, with that
+// reason, never a regression.
 func darkDispatcherCrash(r *run) {
 	r.steady("both sides healthy, a dark target running")
 	var rep compare.Report
@@ -156,16 +160,23 @@ func darkDispatcherCrash(r *run) {
 	}
 	r.sleep(crashUncommitted) // copies on the target for the read-back to find
 	before := darkFieldPoints(r.darkReport())
-	r.inject(FaultSpec{Kind: FaultCrashDispatch})
+	// Down for longer than the hold and the windows' close after the stop,
+	// shorter than stale: the differences of the windows closed short wait
+	// because the target is stalled, not because of the hold alone.
+	down := r.s.monitorConfig(0).Dark.Hold + 3*r.t.AggWindow
+	r.inject(FaultSpec{Kind: FaultCrashDispatch, For: down.String()})
 	crashed := time.Now()
 	var skipped float64
-	took, ok = r.waitFor(r.window(4), func() bool {
+	took, ok = r.waitFor(down+r.window(4), func() bool {
 		skipped, _ = metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_resume_skipped_total", "target", DarkName)
 		return skipped > 0
 	})
 	failed, _ := metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_resume_failures_total", "target", DarkName)
 	r.check("the new dispatcher finds its copies on the target and sends none twice", ok && failed == 0,
-		"%.0f copies found and not sent again, %.0f read-backs failed, %s after the restart", skipped, failed, took.Round(100*time.Millisecond))
+		"%.0f copies found and not sent again, %.0f read-backs failed, %s after the crash (down %s)", skipped, failed, took.Round(100*time.Millisecond), down)
+	lost, _ := metricvalue.Get(r.s.regs, "hotpair_dark_dispatch_dropped_total", "target", DarkName, "reason", "delivery_failed")
+	r.check("the copies of the backlog, older than the delivery timeout, are delivered", lost == 0,
+		"%.0f copies dropped as delivery failures (delivery timeout %s)", lost, darkDeliveryTimeout(r.t))
 	rep, after, stopped := r.neverARegressionAfterCrash(before)
 	tr := darkTarget(rep)
 	reason := func(text string) bool {
