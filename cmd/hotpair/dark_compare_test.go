@@ -41,6 +41,7 @@ targets:
 http: {listen: %q}
 interval: 100ms
 settle: 200ms
+hold: 300ms
 horizon: 1m
 stale: 30s
 `, p.Primary.ListenAddrs()[0], p.Standby.ListenAddrs()[0], p.Target, p.Dark.ListenAddrs()[0], listen)
