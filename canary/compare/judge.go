@@ -103,8 +103,8 @@ func (e *Engine) judgeTarget(st *targetState, now time.Time) TargetReport {
 			if all.Verdict == Regression {
 				fr.Verdict = InsufficientData
 				waiting[f.Output] = true
-				pending = append(pending, fmt.Sprintf("%s %s: %d differences found within the last %s are held: counted then, unless a gap in the copy "+
-					"(a budget row with reason gap) explains them", f.Output, f.Name, hc.rawDiffs, e.rules.Hold))
+				pending = append(pending, fmt.Sprintf("%s %s: %d differences held: counted %s after they were found (later while the target writes nothing), "+
+					"unless a gap in the copy (a budget row with reason gap) explains them", f.Output, f.Name, hc.rawDiffs, e.rules.Hold))
 			} else {
 				fr = all
 			}
