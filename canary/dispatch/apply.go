@@ -181,6 +181,14 @@ type sampleChange struct {
 	gap      bool // the target resumes after a pause: its rows say gap
 }
 
+// reason is why the rows of the copies a change adds are sent.
+func (c sampleChange) reason() contract.DarkRowReason {
+	if c.gap {
+		return contract.DarkRowGap
+	}
+	return contract.DarkRowSample
+}
+
 // sendSampleChanges sends, for every target whose fraction grew, the budget
 // rows of the copies it now samples and did not before (every row for a new
 // or resumed target; reason sample, gap for a target that resumes after a
@@ -205,12 +213,8 @@ func (d *Dispatcher) sendSampleChanges(changed []sampleChange, only func(campaig
 		}
 		sent := false
 		for _, c := range changed {
-			reason := contract.DarkRowSample
-			if c.gap {
-				reason = contract.DarkRowGap
-			}
 			for k := contract.DarkCopies(campaign, c.from); k < contract.DarkCopies(campaign, c.to); k++ {
-				c.s.budget([]byte(campaign), row, k, reason)
+				c.s.budget([]byte(campaign), row, k, c.reason())
 				sent = true
 			}
 			for k := contract.DarkCopies(campaign, c.to); k < contract.DarkCopies(campaign, c.from); k++ {

@@ -42,7 +42,7 @@ func copyEvent(r *kgo.Record, k int, topic string, src contract.DarkSource) (*kg
 		return nil, err
 	}
 	e.Campaign, e.ID = contract.DarkCloneID(e.Campaign, k), contract.DarkCloneID(e.ID, k)
-	return encodeEvent(e, topic, h, time.Time{})
+	return encodeEvent(e, topic, h)
 }
 
 // withSource is the live record's headers and the copy's source (a new
@@ -79,14 +79,16 @@ func repeatEvent(r *kgo.Record, gen int, seq uint64, now time.Time) (*kgo.Record
 	e.Campaign = contract.DarkCloneID(base, k+gen*repeatStride)
 	e.ID = e.ID + "~r" + strconv.FormatUint(seq, 10)
 	e.TS = now.UTC()
-	return encodeEvent(e, r.Topic, withoutSource(r.Headers), now)
+	return encodeEvent(e, r.Topic, withoutSource(r.Headers))
 }
 
 // repeatStride separates the clone numbers of a constant target's repeat
 // generations from the multiplier's clones.
 const repeatStride = contract.MaxDarkMultiplier + 1
 
-func encodeEvent(e contract.AdEvent, topic string, h []kgo.RecordHeader, ts time.Time) (*kgo.Record, error) {
+// encodeEvent is the record of a derived ad event (a clone, a repeat),
+// stamped when it is sent, as every copy is (copyEvent).
+func encodeEvent(e contract.AdEvent, topic string, h []kgo.RecordHeader) (*kgo.Record, error) {
 	if len(e.Campaign) > maxID || len(e.ID) > maxID {
 		return nil, fmt.Errorf("%w: campaign %q, event %q", ErrCloneID, e.Campaign, e.ID)
 	}
@@ -94,7 +96,7 @@ func encodeEvent(e contract.AdEvent, topic string, h []kgo.RecordHeader, ts time
 	if err != nil {
 		return nil, err
 	}
-	return &kgo.Record{Topic: topic, Key: []byte(e.Campaign), Value: b, Headers: h, Timestamp: ts}, nil
+	return &kgo.Record{Topic: topic, Key: []byte(e.Campaign), Value: b, Headers: h}, nil
 }
 
 // copyBudget returns copy k of a budgets row (key and value as read from
