@@ -23,7 +23,7 @@ func runBench(ctx context.Context, a *app, args []string) int {
 // runBenchPipeline is "hotpair bench pipeline": the measurement of
 // BenchmarkEndToEnd, outside the test framework.
 func runBenchPipeline(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "bench pipeline", "bench pipeline [--campaigns N] [--events N] [--event-rate R] [--partitions N] [--steady-load F] [--steady-for D] [--probes N] [--kafka-secure] [--json]")
+	fs := newFlags(a, "bench pipeline", "bench pipeline [--campaigns N] [--events N] [--event-rate R] [--partitions N] [--steady-load F] [--steady-for D] [--probes N] [--kafka-secure] [--floor] [--json]")
 	campaigns := fs.Int("campaigns", 10_000, "campaigns the ad events are spread over")
 	events := fs.Int("events", 200_000, "ad events in the backlog (at least --campaigns)")
 	eventRate := fs.Float64("event-rate", 0, "ad events per second of event time in the workload (default: --events over two minutes); with --campaigns it sets how many windows, so SpendEvents, the pipeline pays per ad event")
@@ -32,6 +32,7 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 	steadyFor := fs.Duration("steady-for", 3*time.Second, "how long the steady phase lasts")
 	probes := fs.Int("probes", 100, "single ad events sent one at a time at the end, for the idle latencies")
 	secure := fs.Bool("kafka-secure", false, "run the in-process cluster with TLS and SASL/SCRAM, every client through them (what security costs)")
+	floor := fs.Bool("floor", false, "also measure the record floor: the pipeline's Kafka records alone on goka, none of its work, against the same bare goka (the most the pipeline's ratio could reach on this workload)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the pipeline's backlog phase to this file")
 	traceFile := fs.String("trace", "", "write an execution trace of the pipeline's backlog phase to this file")
@@ -53,7 +54,7 @@ func runBenchPipeline(ctx context.Context, a *app, args []string) int {
 		return usageError(fs, a.stderr, "--steady-load must be in (0,1] and --steady-for positive")
 	}
 	cfg := pipebench.Config{Campaigns: *campaigns, Events: *events, EventRate: *eventRate, Partitions: int32(*partitions), Probes: *probes,
-		SteadyLoad: *steady, SteadyFor: *steadyFor, Secure: *secure, Logger: a.logger}
+		SteadyLoad: *steady, SteadyFor: *steadyFor, Secure: *secure, Floor: *floor, Logger: a.logger}
 	for _, f := range []struct {
 		path string
 		w    *io.Writer
@@ -105,9 +106,19 @@ func writeBenchText(w io.Writer, r pipebench.Result) {
 	} {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.1f\t%.2f\t\n", row.name, row.r.EventsPerSec, row.r.EventsPerCPUSec, row.r.AllocsPerEvent, row.r.Seconds)
 	}
+	if f := r.Floor; f != nil {
+		fmt.Fprintf(tw, "record floor: its records only\t%.0f\t%.0f\t%.1f\t%.2f\t\n", f.EventsPerSec, f.EventsPerCPUSec, f.AllocsPerEvent, f.Seconds)
+	}
 	fmt.Fprintf(tw, "pipeline / bare goka\t%.2f\t\t\t\t\n", r.Ratio)
+	if f := r.Floor; f != nil {
+		fmt.Fprintf(tw, "record floor / bare goka\t%.2f\t\t\t\t\n", f.Ratio)
+		fmt.Fprintf(tw, "pipeline / record floor\t%.2f\t%.2f\t\t\t\n", r.Pipeline.EventsPerSec/f.EventsPerSec, r.Pipeline.EventsPerCPUSec/f.EventsPerCPUSec)
+	}
 	tw.Flush()
 	fmt.Fprintln(w, "\n(CPU seconds and allocations include the in-process Kafka broker.)")
+	if f := r.Floor; f != nil {
+		fmt.Fprintf(w, "(The record floor: two goka processors on hotpair's client doing only the aggregator's and the budget enforcer's reads and writes, %d records passed between them.)\n", f.Passed)
+	}
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

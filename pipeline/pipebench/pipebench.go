@@ -60,6 +60,9 @@ type Config struct {
 	// through them, as against a secured production cluster: what
 	// security costs, against the same baselines.
 	Secure bool
+	// Floor also measures the record floor (see Floor) on the same backlog,
+	// cluster and baseline, between bare goka and the pipeline.
+	Floor bool
 	// CPUProfile and Trace, when set, receive a CPU profile and an
 	// execution trace of the pipeline's backlog phase.
 	CPUProfile, Trace io.Writer
@@ -140,6 +143,8 @@ type Result struct {
 	Pipeline    Rate `json:"pipeline"`
 	// Ratio is Pipeline / Goka events per second.
 	Ratio float64 `json:"ratio_to_bare_goka"`
+	// Floor is the record floor, with Config.Floor.
+	Floor *RecordFloor `json:"record_floor,omitempty"`
 	// Backlog are the latencies while the backlog drains at full speed
 	// (saturated: the hops include queueing); Steady those while events
 	// arrive at SteadyRate, a fraction of the backlog throughput (from a
@@ -190,8 +195,8 @@ type Quantiles struct {
 }
 
 // Run performs one measurement on a new in-process kfake cluster: it writes
-// the workload, reads it with the raw consumer and the bare goka processors,
-// then runs the pipeline over it, probes it idle, and checks that every
+// the workload, reads it with the raw consumer and the bare goka processors
+// (and the record floor's, with Config.Floor), then runs the pipeline over it, probes it idle, and checks that every
 // campaign's lifetime spend in the budget statuses is exact.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg.applyDefaults()
@@ -249,6 +254,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return bareGoka(ctx, c, "bench-bare-goka-hotpair", n, true)
 	}); err != nil {
 		return res, err
+	}
+	if cfg.Floor {
+		pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		f, err := floor(pctx, c, w, cfg.Partitions)
+		cancel()
+		if err != nil {
+			return res, fmt.Errorf("pipebench: record floor: %w", err)
+		}
+		f.Ratio = f.EventsPerSec / res.Goka.EventsPerSec
+		res.Floor = &f
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()

@@ -52,3 +52,30 @@ func TestEventRateOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// The record floor reads the pipeline's backlog and passes on one record
+// per campaign and window but each campaign's first — the SpendEvents the
+// pipeline emits for it, less those of each campaign's last window — on the
+// same cluster, against the same bare goka.
+func TestRecordFloorPassesThePipelinesRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the pipeline and the floor on an in-process cluster")
+	}
+	cfg := Config{Campaigns: 50, Events: 2_000, Partitions: 2, SteadyFor: 300 * time.Millisecond, Probes: 3,
+		Timeout: time.Minute, Floor: true}
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := r.Floor
+	if f == nil {
+		t.Fatal("Config.Floor set, no record floor in the result")
+	}
+	if want := r.Windows - r.Campaigns; f.Passed != want {
+		t.Errorf("the floor passed %d records on; the pipeline emitted %d windows for %d campaigns, so want %d",
+			f.Passed, r.Windows, r.Campaigns, want)
+	}
+	if f.EventsPerSec <= 0 || f.Ratio != f.EventsPerSec/r.Goka.EventsPerSec {
+		t.Errorf("floor %v ev/s, ratio %v; bare goka %v ev/s", f.EventsPerSec, f.Ratio, r.Goka.EventsPerSec)
+	}
+}
