@@ -33,6 +33,23 @@ func parse(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, false
 }
 
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("inspect FILE --json"; flag stops at the first positional
+// one), and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if code, done := parse(fs, args); done {
+			return nil, code, true
+		}
+		if fs.NArg() == 0 {
+			return pos, 0, false
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
 // parseNoArgs is parse for a command that takes flags only: a positional
 // argument is a usage error.
 func parseNoArgs(a *app, fs *flag.FlagSet, args []string) (int, bool) {

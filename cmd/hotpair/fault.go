@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,22 +29,6 @@ func runFault(ctx context.Context, a *app, args []string) int {
 		return faultHeal(ctx, a, args[1:])
 	}
 	return faultList(ctx, a, args[1:])
-}
-
-// parseInterleaved parses flags that may come before and after positional
-// arguments (flag stops at the first positional one).
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	var pos []string
-	for {
-		if code, done := parse(fs, args); done {
-			return nil, code, true
-		}
-		if fs.NArg() == 0 {
-			return pos, 0, false
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }
 
 func faultInject(ctx context.Context, a *app, args []string) int {

@@ -32,22 +32,6 @@ func runReplay(ctx context.Context, a *app, args []string) int {
 	return runSubcommand(ctx, a, "replay", "docs/replay.md", replaySubcommands, args)
 }
 
-// parseMixed parses flags that may come before or after positional
-// arguments ("inspect FILE --json"), and returns the positional ones.
-func parseMixed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	var pos []string
-	for {
-		if code, done := parse(fs, args); done {
-			return nil, code, true
-		}
-		if fs.NArg() == 0 {
-			return pos, 0, false
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
 // filterFlags are the record filters shared by record and play.
 type filterFlags struct{ keys, headers, where listFlag }
 
@@ -97,7 +81,7 @@ func runReplayRecord(ctx context.Context, a *app, args []string) int {
 	httpAddr := fs.String("http", "", "serve /metrics on this address while recording")
 	kf := kafka.AddFlags(fs)
 	ff := addFilterFlags(fs)
-	pos, code, done := parseMixed(fs, args)
+	pos, code, done := parseInterleaved(fs, args)
 	if done {
 		return code
 	}
@@ -209,7 +193,7 @@ func isTerminal(w io.Writer) bool {
 func runReplayInspect(_ context.Context, a *app, args []string) int {
 	fs := newFlags(a, "replay inspect", "replay inspect FILE [--json]")
 	asJSON := fs.Bool("json", false, "print JSON instead of text")
-	pos, code, done := parseMixed(fs, args)
+	pos, code, done := parseInterleaved(fs, args)
 	if done {
 		return code
 	}
@@ -242,7 +226,7 @@ func runReplayRetime(_ context.Context, a *app, args []string) int {
 	qps := fs.Float64("qps", 0, "records per second to retime to (required)")
 	out := fs.String("o", "", "output file (required)")
 	start := fs.String("start", "", "new timestamp of the first record, RFC 3339 (default: its old one)")
-	pos, code, done := parseMixed(fs, args)
+	pos, code, done := parseInterleaved(fs, args)
 	if done {
 		return code
 	}
@@ -295,7 +279,7 @@ func runReplayPlay(ctx context.Context, a *app, args []string) int {
 	httpAddr := fs.String("http", "", "serve /metrics on this address while playing")
 	kf := kafka.AddFlags(fs)
 	ff := addFilterFlags(fs)
-	pos, code, done := parseMixed(fs, args)
+	pos, code, done := parseInterleaved(fs, args)
 	if done {
 		return code
 	}
@@ -416,7 +400,7 @@ func runReplayVerify(ctx context.Context, a *app, args []string) int {
 	workDir := fs.String("work-dir", "", "keep the pipelines' logs and state here (default: a temporary directory, kept only on failure)")
 	kf := kafka.AddFlags(fs) // for --baseline-brokers and --candidate-brokers
 	ff := addFilterFlags(fs)
-	pos, code, done := parseMixed(fs, args)
+	pos, code, done := parseInterleaved(fs, args)
 	if done {
 		return code
 	}
