@@ -38,6 +38,9 @@ func TestEventRateSetsWindowsPerEvent(t *testing.T) {
 				t.Errorf("%.3f windows per ad event at %v events per second of event time, want %.2f–%.2f",
 					r.WindowsPerEvent, r.EventRate, tc.min, tc.max)
 			}
+			if r.Idle.StatusHop.N != cfg.Probes {
+				t.Errorf("the idle status hop holds %d statuses, want the %d probes' alone", r.Idle.StatusHop.N, cfg.Probes)
+			}
 			if r.EventRate != cfg.EventRate {
 				t.Errorf("result's event rate %v, configured %v", r.EventRate, cfg.EventRate)
 			}

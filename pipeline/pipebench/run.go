@@ -73,6 +73,9 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 	if late := m.get("hotpair_late_events_total", contract.StageAggregator); late > 0 {
 		return fmt.Errorf("%v ad events were late: the backlog's windows were not all closed on the partition clock", late)
 	}
+	if err := awaitStatuses(ctx, m, rd); err != nil {
+		return fmt.Errorf("backlog: %w", err)
+	}
 	backlog := m.snapshot()
 	res.Backlog = backlog.latencies(snapshots{}, rd.hops(phaseBacklog))
 	res.Backlog.IngestHop = Quantiles{} // the backlog's age, not a hop
@@ -101,6 +104,9 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 	if err := m.awaitWindows(ctx, w.records()+records, res.Windows+windows); err != nil {
 		return fmt.Errorf("steady phase: %w", err)
 	}
+	if err := awaitStatuses(ctx, m, rd); err != nil {
+		return fmt.Errorf("steady phase: %w", err)
+	}
 	steady := m.snapshot()
 	res.StreamEnd = steady.latencies(ending, rd.hops(phaseEnd))
 	statuses := int(m.get("hotpair_stage_outputs_total", contract.StageBudget))
@@ -123,6 +129,16 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 		return fmt.Errorf("reading the budget statuses: %w", err)
 	}
 	return checkSpend(rd.latest(), w.truth())
+}
+
+// awaitStatuses waits until the reader has every status the budget
+// enforcer wrote so far, so that a phase's status hops are all in it and
+// none spills into the next (the idle probes' above all).
+func awaitStatuses(ctx context.Context, m pipeMetrics, rd *statusReader) error {
+	if err := rd.awaitCount(ctx, int(m.get("hotpair_stage_outputs_total", contract.StageBudget))); err != nil {
+		return fmt.Errorf("reading the budget statuses: %w", err)
+	}
+	return nil
 }
 
 // pipeMetrics reads the pipeline's metrics.
