@@ -219,7 +219,7 @@ func BenchmarkRecordFloor(b *testing.B) {
 		b.ReportMetric(r.Goka.EventsPerCPUSec, "goka-events/cpu-s")
 		b.ReportMetric(r.Floor.EventsPerSec, "floor-events/s")
 		b.ReportMetric(r.Floor.EventsPerCPUSec, "floor-events/cpu-s")
-		b.ReportMetric(float64(r.Emitted)/float64(r.Events), "records-passed-per-event")
-		b.ReportMetric(r.Ratio, "ratio")
+		b.ReportMetric(float64(r.Floor.Passed)/float64(r.Events), "records-passed-per-event")
+		b.ReportMetric(r.Floor.Ratio, "ratio")
 	})
 }

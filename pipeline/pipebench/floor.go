@@ -20,16 +20,10 @@ import (
 // FloorResult compares bare goka with the record floor of the pipeline on
 // the same workload, in the same run.
 type FloorResult struct {
-	Campaigns int `json:"campaigns"`
-	Events    int `json:"events"`
-	// Emitted is how many records the floor's first processor passed on to
-	// its second (one per campaign and window, but for each campaign's
-	// last window, which the pipeline closes by a wake-up).
-	Emitted int  `json:"emitted"`
-	Goka    Rate `json:"bare_goka"`
-	Floor   Rate `json:"floor"`
-	// Ratio is Floor / Goka events per second.
-	Ratio float64 `json:"ratio_to_bare_goka"`
+	Campaigns int         `json:"campaigns"`
+	Events    int         `json:"events"`
+	Goka      Rate        `json:"bare_goka"`
+	Floor     RecordFloor `json:"floor"`
 }
 
 // Sizes of the floor's records: those of the pipeline's for the workload
@@ -73,12 +67,10 @@ func Floor(ctx context.Context, cfg Config) (FloorResult, error) {
 	if res.Goka, err = bareGoka(pctx, c, "bench-bare-goka", w.records(), false); err != nil {
 		return res, fmt.Errorf("pipebench: bare goka: %w", err)
 	}
-	f, err := floor(pctx, c, w, cfg.Partitions)
-	if err != nil {
+	if res.Floor, err = floor(pctx, c, w, cfg.Partitions); err != nil {
 		return res, fmt.Errorf("pipebench: floor: %w", err)
 	}
-	res.Floor, res.Emitted = f.Rate, f.Passed
-	res.Ratio = res.Floor.EventsPerSec / res.Goka.EventsPerSec
+	res.Floor.Ratio = res.Floor.EventsPerSec / res.Goka.EventsPerSec
 	return res, nil
 }
 
