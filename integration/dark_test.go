@@ -24,7 +24,7 @@ import (
 // lower), while budget status and bid multipliers stay equal.
 func TestDarkRegressionChangedRule(t *testing.T) {
 	t.Parallel() // see TestFaultMatrix
-	sb, rep, tr, text := darkCandidate(t, testbin.PacingRuleHalved, judged)
+	sb, rep, tr, text := darkCandidate(t, testbin.PacingRuleHalved, everyFieldJudged(t))
 	if rep.Verdict != compare.Regression || !strings.Contains(text, "REGRESSION") || !strings.Contains(text, "pacing rate: dark differs from live") {
 		t.Fatalf("the changed pacing rule is not reported as a regression of the pacing rate")
 	}
@@ -69,15 +69,10 @@ func TestDarkRegressionResourceCost(t *testing.T) {
 		}
 		return nil
 	}
+	fieldsJudged := everyFieldJudged(t) // judge the outputs too
 	sb, rep, tr, text := darkCandidate(t, testbin.AggregatorMemoryPerEvent, func(rep compare.Report) bool {
-		tr := targetOf(t, rep)
-		for _, f := range tr.Fields {
-			if f.Verdict == compare.InsufficientData {
-				return false // judge the outputs too
-			}
-		}
-		rss := aggregatorRSS(tr)
-		return rep.Verdict == compare.Regression && rss != nil && rss.Verdict == compare.Regression
+		rss := aggregatorRSS(targetOf(t, rep))
+		return fieldsJudged(rep) && rep.Verdict == compare.Regression && rss != nil && rss.Verdict == compare.Regression
 	})
 	if rep.Verdict != compare.Regression || tr.Resources.Verdict != compare.Regression ||
 		!strings.Contains(text, "resources: aggregator rss_bytes: dark") {
@@ -103,7 +98,7 @@ func TestDarkRegressionResourceCost(t *testing.T) {
 // missing", no other.
 func TestDarkRegressionMissingCampaigns(t *testing.T) {
 	t.Parallel() // see TestFaultMatrix
-	sb, rep, tr, text := darkCandidate(t, testbin.OutputsSkipTwoCampaigns, judged)
+	sb, rep, tr, text := darkCandidate(t, testbin.OutputsSkipTwoCampaigns, everyFieldJudged(t))
 	if rep.Verdict != compare.Regression || !strings.Contains(text, "budget-status status: dark differs from live") {
 		t.Fatalf("the campaigns the candidate skips are not reported as a regression of the budget status")
 	}
@@ -151,8 +146,24 @@ func darkCandidate(t *testing.T, patch testbin.Patch, done func(compare.Report) 
 	return sb, rep, targetOf(t, rep), text
 }
 
-// judged: the comparator has a verdict other than insufficient data.
-func judged(rep compare.Report) bool { return rep.Verdict != compare.InsufficientData }
+// everyFieldJudged is done once the verdict and every output field of the
+// target are judged: one field's regression makes the verdict while the
+// others may still lack the points they need, and a test that checks them
+// all must wait for them (the budget status, short of one point, once read
+// as insufficient data where the test wanted its regression).
+func everyFieldJudged(t *testing.T) func(compare.Report) bool {
+	return func(rep compare.Report) bool {
+		if rep.Verdict == compare.InsufficientData {
+			return false
+		}
+		for _, f := range targetOf(t, rep).Fields {
+			if f.Verdict == compare.InsufficientData {
+				return false
+			}
+		}
+		return true
+	}
+}
 
 func darkVerdict(t *testing.T, sb *sandboxProcess, timeout time.Duration, done func(compare.Report) bool) (compare.Report, string) {
 	t.Helper()
