@@ -276,9 +276,9 @@ func (s *Sandbox) crashDispatcherReplica() (string, error) {
 }
 
 // crashDispatcher stops the dispatcher as a crash does (runDispatcher
-// starts a new one): its group's offsets go back to the first live record newer than
-// uncommitted before the stop, as if nothing it read since had been
-// committed (franz-go commits every few seconds). Its copies of those
+// starts a new one): its group's offsets go back to the first live record
+// newer than uncommitted before the stop, as if nothing it read since had
+// been committed (franz-go commits every few seconds). Its copies of those
 // records are on the target already; what a crash also loses — copies
 // still buffered for the target — is not lost here. It returns how many
 // records per partition, at most, the group went back.

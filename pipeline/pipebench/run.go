@@ -73,7 +73,7 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 	if late := m.get("hotpair_late_events_total", contract.StageAggregator); late > 0 {
 		return fmt.Errorf("%v ad events were late: the backlog's windows were not all closed on the partition clock", late)
 	}
-	if err := awaitStatuses(ctx, m, rd); err != nil {
+	if _, err := awaitStatuses(ctx, m, rd); err != nil {
 		return fmt.Errorf("backlog: %w", err)
 	}
 	backlog := m.snapshot()
@@ -104,12 +104,12 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 	if err := m.awaitWindows(ctx, w.records()+records, res.Windows+windows); err != nil {
 		return fmt.Errorf("steady phase: %w", err)
 	}
-	if err := awaitStatuses(ctx, m, rd); err != nil {
+	statuses, err := awaitStatuses(ctx, m, rd)
+	if err != nil {
 		return fmt.Errorf("steady phase: %w", err)
 	}
 	steady := m.snapshot()
 	res.StreamEnd = steady.latencies(ending, rd.hops(phaseEnd))
-	statuses := int(m.get("hotpair_stage_outputs_total", contract.StageBudget))
 
 	// Idle: one probe at a time, each awaited at the reader.
 	rd.setPhase(phaseIdle)
@@ -133,12 +133,14 @@ func runPipeline(ctx context.Context, cfg Config, c kafka.Cluster, w *workload, 
 
 // awaitStatuses waits until the reader has every status the budget
 // enforcer wrote so far, so that a phase's status hops are all in it and
-// none spills into the next (the idle probes' above all).
-func awaitStatuses(ctx context.Context, m pipeMetrics, rd *statusReader) error {
-	if err := rd.awaitCount(ctx, int(m.get("hotpair_stage_outputs_total", contract.StageBudget))); err != nil {
-		return fmt.Errorf("reading the budget statuses: %w", err)
+// none spills into the next (the idle probes' above all), and returns how
+// many that is.
+func awaitStatuses(ctx context.Context, m pipeMetrics, rd *statusReader) (int, error) {
+	n := int(m.get("hotpair_stage_outputs_total", contract.StageBudget))
+	if err := rd.awaitCount(ctx, n); err != nil {
+		return 0, fmt.Errorf("reading the budget statuses: %w", err)
 	}
-	return nil
+	return n, nil
 }
 
 // pipeMetrics reads the pipeline's metrics.
