@@ -209,9 +209,16 @@ func takeover(b *testing.B, hot bool) (rebalance, takeover time.Duration) {
 // cost on goka, against bare goka in the same run (see pipebench.Floor):
 // "ratio" is the most the pipeline's own ratio could reach on the same
 // workload without a change in the records it reads and writes.
-func BenchmarkRecordFloor(b *testing.B) {
+func BenchmarkRecordFloor(b *testing.B) { benchFloor(b, false) }
+
+// BenchmarkRecordFloorFused measures the same for a design with the
+// aggregator and the budget enforcer in one processor (nothing read back):
+// what fewer records per ad event would buy.
+func BenchmarkRecordFloorFused(b *testing.B) { benchFloor(b, true) }
+
+func benchFloor(b *testing.B, fused bool) {
 	forWorkloads(b, func(b *testing.B, cfg pipebench.Config) {
-		r, err := pipebench.Floor(context.Background(), cfg)
+		r, err := pipebench.Floor(context.Background(), cfg, fused)
 		if err != nil {
 			b.Fatal(err)
 		}

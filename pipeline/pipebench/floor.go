@@ -20,10 +20,12 @@ import (
 // FloorResult compares bare goka with the record floor of the pipeline on
 // the same workload, in the same run.
 type FloorResult struct {
-	Campaigns int         `json:"campaigns"`
-	Events    int         `json:"events"`
-	Goka      Rate        `json:"bare_goka"`
-	Floor     RecordFloor `json:"floor"`
+	Campaigns int `json:"campaigns"`
+	Events    int `json:"events"`
+	// Fused: the floor of the two stages in one processor (see Floor).
+	Fused bool        `json:"fused"`
+	Goka  Rate        `json:"bare_goka"`
+	Floor RecordFloor `json:"floor"`
 }
 
 // Sizes of the floor's records: those of the pipeline's for the workload
@@ -43,7 +45,12 @@ const (
 // records of the pipeline's sizes — against bare goka counting per key
 // (Run's baseline), in the same run. No decoding, no windows, no metrics,
 // no wake-ups: the ratio is a ceiling for the pipeline's on this workload.
-func Floor(ctx context.Context, cfg Config) (FloorResult, error) {
+//
+// fused measures, instead, the floor of a design with both stages in one
+// processor: its state holds both stages', and a new window's record and
+// status are emitted from the ad event's callback, nothing read back — what
+// fewer records per ad event would buy.
+func Floor(ctx context.Context, cfg Config, fused bool) (FloorResult, error) {
 	cfg.applyDefaults()
 	if err := cfg.validate(); err != nil {
 		return FloorResult{}, err
@@ -54,7 +61,7 @@ func Floor(ctx context.Context, cfg Config) (FloorResult, error) {
 	}
 	defer cluster.Close()
 	c := kafka.Cluster{Brokers: cluster.ListenAddrs()}
-	res := FloorResult{Campaigns: cfg.Campaigns, Events: cfg.Events}
+	res := FloorResult{Campaigns: cfg.Campaigns, Events: cfg.Events, Fused: fused}
 	w := newWorkload(cfg.Campaigns, cfg.Events, cfg.Partitions, cfg.EventRate, cfg.SteadyFor, time.Now())
 	if err := kafka.EnsureTopics(ctx, c, cfg.Partitions, 1, kafka.TopicSpec{Name: topicAdEvents}); err != nil {
 		return res, fmt.Errorf("pipebench: %w", err)
@@ -67,10 +74,9 @@ func Floor(ctx context.Context, cfg Config) (FloorResult, error) {
 	if res.Goka, err = bareGoka(pctx, c, "bench-bare-goka", w.records(), false); err != nil {
 		return res, fmt.Errorf("pipebench: bare goka: %w", err)
 	}
-	if res.Floor, err = floor(pctx, c, w, cfg.Partitions); err != nil {
+	if res.Floor, err = floor(pctx, c, w, cfg.Partitions, fused, res.Goka); err != nil {
 		return res, fmt.Errorf("pipebench: floor: %w", err)
 	}
-	res.Floor.Ratio = res.Floor.EventsPerSec / res.Goka.EventsPerSec
 	return res, nil
 }
 
@@ -89,9 +95,10 @@ type RecordFloor struct {
 	Ratio float64 `json:"ratio_to_bare_goka"`
 }
 
-// floor runs the floor's two processors over w's backlog, which must be
-// all that topicAdEvents holds, on topics of its own.
-func floor(ctx context.Context, c kafka.Cluster, w *workload, partitions int32) (RecordFloor, error) {
+// floor runs the floor's processors over w's backlog, which must be all
+// that topicAdEvents holds, on topics of its own, and compares it with
+// bare goka's rate on the same backlog.
+func floor(ctx context.Context, c kafka.Cluster, w *workload, partitions int32, fused bool, bareGoka Rate) (RecordFloor, error) {
 	topics := []kafka.TopicSpec{{Name: "bench-floor-spend"}, {Name: "bench-floor-status"}}
 	if err := kafka.EnsureTopics(ctx, c, partitions, 1, topics...); err != nil {
 		return RecordFloor{}, err
@@ -100,6 +107,10 @@ func floor(ctx context.Context, c kafka.Cluster, w *workload, partitions int32) 
 	var consumed, emitted, applied atomic.Int64
 	var first atomic.Pointer[start]
 	spend, status := make([]byte, floorSpend), make([]byte, floorStatus)
+	stateSize, groups := floorWindowsState, 2
+	if fused {
+		stateSize, groups = floorWindowsState+floorCampaignState, 1
+	}
 	agg := goka.DefineGroup("bench-floor-agg",
 		goka.Input(topicAdEvents, new(codec.Bytes), func(ctx goka.Context, msg any) {
 			if consumed.Add(1) == 1 {
@@ -111,15 +122,20 @@ func floor(ctx context.Context, c kafka.Cluster, w *workload, partitions int32) 
 			}
 			start := statestore.WindowStartMs(ev.TS.UnixMilli(), window.Milliseconds())
 			old, _ := ctx.Value().([]byte)
-			state := make([]byte, floorWindowsState)
+			state := make([]byte, stateSize)
 			binary.BigEndian.PutUint64(state, uint64(start))
 			ctx.SetValue(state)
 			if old != nil && int64(binary.BigEndian.Uint64(old)) != start {
 				emitted.Add(1)
 				ctx.Emit("bench-floor-spend", ctx.Key(), spend)
+				if fused {
+					ctx.Emit("bench-floor-status", ctx.Key(), status)
+					applied.Add(1)
+				}
 			}
 		}),
 		goka.Output("bench-floor-spend", new(codec.Bytes)),
+		goka.Output("bench-floor-status", new(codec.Bytes)),
 		goka.Persist(new(codec.Bytes)),
 	)
 	budget := goka.DefineGroup("bench-floor-budget",
@@ -136,7 +152,7 @@ func floor(ctx context.Context, c kafka.Cluster, w *workload, partitions int32) 
 	defer cancel()
 	stopped := make(chan error, 2)
 	running := 0
-	for _, g := range []*goka.GroupGraph{agg, budget} {
+	for _, g := range []*goka.GroupGraph{agg, budget}[:groups] {
 		sb, err := statestore.Config{Backend: statestore.BackendMemory}.Builder("bench", string(g.Group()), "", nil)
 		if err != nil {
 			return RecordFloor{}, err
@@ -169,5 +185,6 @@ func floor(ctx context.Context, c kafka.Cluster, w *workload, partitions int32) 
 		case <-t.C:
 		}
 	}
-	return RecordFloor{Rate: first.Load().rate(n), Passed: int(emitted.Load())}, nil
+	r := first.Load().rate(n)
+	return RecordFloor{Rate: r, Passed: int(emitted.Load()), Ratio: r.EventsPerSec / bareGoka.EventsPerSec}, nil
 }

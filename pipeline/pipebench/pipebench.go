@@ -257,12 +257,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if cfg.Floor {
 		pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		f, err := floor(pctx, c, w, cfg.Partitions)
+		f, err := floor(pctx, c, w, cfg.Partitions, false, res.Goka)
 		cancel()
 		if err != nil {
 			return res, fmt.Errorf("pipebench: record floor: %w", err)
 		}
-		f.Ratio = f.EventsPerSec / res.Goka.EventsPerSec
 		res.Floor = &f
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)

@@ -82,3 +82,31 @@ func TestRecordFloorPassesThePipelinesRecords(t *testing.T) {
 		t.Errorf("floor %v ev/s, ratio %v; bare goka %v ev/s", f.EventsPerSec, f.Ratio, r.Goka.EventsPerSec)
 	}
 }
+
+// The fused floor (both stages in one processor) emits a window's record
+// and status for the same windows as the two-processor floor: its workload
+// is laid out anew from the clock, so each campaign's windows may shift by
+// one, no more.
+func TestFusedFloorPassesTheSameWindows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs goka processors on an in-process cluster")
+	}
+	cfg := Config{Campaigns: 50, Events: 2_000, Partitions: 2, Timeout: time.Minute}
+	two, err := Floor(context.Background(), cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, err := Floor(context.Background(), cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := fused.Floor.Passed - two.Floor.Passed; !fused.Fused || two.Floor.Passed < 10*cfg.Campaigns || d < -cfg.Campaigns || d > cfg.Campaigns {
+		t.Errorf("fused floor passed %d records on, the two-processor floor %d (want within %d of each other, at least %d)",
+			fused.Floor.Passed, two.Floor.Passed, cfg.Campaigns, 10*cfg.Campaigns)
+	}
+	for _, r := range []FloorResult{two, fused} {
+		if r.Floor.Ratio != r.Floor.EventsPerSec/r.Goka.EventsPerSec {
+			t.Errorf("fused=%v: ratio %v, floor %v ev/s, bare goka %v ev/s", r.Fused, r.Floor.Ratio, r.Floor.EventsPerSec, r.Goka.EventsPerSec)
+		}
+	}
+}
