@@ -95,29 +95,35 @@ func writeBenchText(w io.Writer, r pipebench.Result) {
 		r.EventRate, r.Windows, r.WindowsPerEvent, r.Wakeups)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "throughput\tevents/s\tevents/CPU-s\tallocs/event\tseconds\t")
-	for _, row := range []struct {
+	type row struct {
 		name string
 		r    pipebench.Rate
-	}{
+	}
+	rows := []row{
 		{"raw franz-go consumer", r.Raw},
 		{"bare goka, count per key", r.Goka},
 		{"bare goka, hotpair's client", r.GokaHotpair},
 		{"pipeline: aggregator + budget", r.Pipeline},
-	} {
+	}
+	ratios := []string{fmt.Sprintf("pipeline / bare goka\t%.2f\t\t\t\t", r.Ratio)}
+	notes := []string{"(CPU seconds and allocations include the in-process Kafka broker.)"}
+	if f := r.Floor; f != nil {
+		rows = append(rows, row{"record floor: its records only", f.Rate})
+		ratios = append(ratios, fmt.Sprintf("record floor / bare goka\t%.2f\t\t\t\t", f.Ratio),
+			fmt.Sprintf("pipeline / record floor\t%.2f\t%.2f\t\t\t", r.Pipeline.EventsPerSec/f.EventsPerSec, r.Pipeline.EventsPerCPUSec/f.EventsPerCPUSec))
+		notes = append(notes, fmt.Sprintf("(The record floor: two goka processors on hotpair's client doing only the aggregator's and "+
+			"the budget enforcer's reads and writes, %d records passed between them.)", f.Passed))
+	}
+	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.1f\t%.2f\t\n", row.name, row.r.EventsPerSec, row.r.EventsPerCPUSec, row.r.AllocsPerEvent, row.r.Seconds)
 	}
-	if f := r.Floor; f != nil {
-		fmt.Fprintf(tw, "record floor: its records only\t%.0f\t%.0f\t%.1f\t%.2f\t\n", f.EventsPerSec, f.EventsPerCPUSec, f.AllocsPerEvent, f.Seconds)
-	}
-	fmt.Fprintf(tw, "pipeline / bare goka\t%.2f\t\t\t\t\n", r.Ratio)
-	if f := r.Floor; f != nil {
-		fmt.Fprintf(tw, "record floor / bare goka\t%.2f\t\t\t\t\n", f.Ratio)
-		fmt.Fprintf(tw, "pipeline / record floor\t%.2f\t%.2f\t\t\t\n", r.Pipeline.EventsPerSec/f.EventsPerSec, r.Pipeline.EventsPerCPUSec/f.EventsPerCPUSec)
+	for _, line := range ratios {
+		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\n(CPU seconds and allocations include the in-process Kafka broker.)")
-	if f := r.Floor; f != nil {
-		fmt.Fprintf(w, "(The record floor: two goka processors on hotpair's client doing only the aggregator's and the budget enforcer's reads and writes, %d records passed between them.)\n", f.Passed)
+	fmt.Fprintln(w)
+	for _, line := range notes {
+		fmt.Fprintln(w, line)
 	}
 
 	fmt.Fprintln(w)

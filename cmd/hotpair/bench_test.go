@@ -1,6 +1,12 @@
 package main
 
-import "testing"
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hotpair/hotpair/pipeline/pipebench"
+)
 
 // Bad arguments to hotpair bench print the usage and exit 2, before any
 // cluster starts.
@@ -22,4 +28,24 @@ func TestBenchBadUsage(t *testing.T) {
 		"dark multiplier 0":   {[]string{"sandbox", "--dark", "--dark-multiplier", "0"}, "--dark-multiplier must be in (0, 10]"},
 		"pipeline dark name":  {[]string{"pipeline", "--side", "primary", "--brokers", "127.0.0.1:9", "--role", "dark"}, "dark_name: role: dark needs the name"},
 	})
+}
+
+// The record floor's rows show only when it was measured, with the
+// pipeline's share of it per second and per CPU-second.
+func TestBenchTextShowsTheFloorWhenMeasured(t *testing.T) {
+	r := pipebench.Result{Goka: pipebench.Rate{EventsPerSec: 400}, Pipeline: pipebench.Rate{EventsPerSec: 100, EventsPerCPUSec: 60}, Ratio: 0.25}
+	var without strings.Builder
+	writeBenchText(&without, r)
+	if strings.Contains(without.String(), "record floor") {
+		t.Errorf("no floor measured, but the text shows one:\n%s", without.String())
+	}
+	r.Floor = &pipebench.RecordFloor{Rate: pipebench.Rate{EventsPerSec: 200, EventsPerCPUSec: 80}, Passed: 7, Ratio: 0.5}
+	var with strings.Builder
+	writeBenchText(&with, r)
+	for _, want := range []string{`record floor: its records only\s+200\s+80`, `record floor / bare goka\s+0\.50`,
+		`pipeline / record floor\s+0\.50\s+0\.75`, `7 records passed between them`} {
+		if !regexp.MustCompile(want).MatchString(with.String()) {
+			t.Errorf("the text lacks %q:\n%s", want, with.String())
+		}
+	}
 }
